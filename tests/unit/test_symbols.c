@@ -1,0 +1,121 @@
+/* Symbolization of the lost_update fixture (AArch64, static, -g): data
+ * addresses to object+offset, pcs to function and file:line, build-id, and
+ * clear errors for files that are not AArch64 ELF. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "weft/trace.h"
+
+static void test_data_symbols(void **state)
+{
+    (void)state;
+    char err[512];
+    weft_symbols *s = weft_symbols_open(WEFT_TEST_FIXTURE, err, sizeof err);
+    if (!s)
+        fail_msg("%s", err);
+    uint64_t addr, size;
+    assert_int_equal(weft_symbols_lookup(s, "counter", &addr, &size), 0);
+    assert_int_equal(size, 8);
+    const char *name;
+    uint64_t off;
+    assert_int_equal(weft_symbols_data(s, addr, &name, &off), 0);
+    assert_string_equal(name, "counter");
+    assert_int_equal(off, 0);
+    assert_int_equal(weft_symbols_data(s, addr + 4, &name, &off), 0);
+    assert_string_equal(name, "counter");
+    assert_int_equal(off, 4);
+    assert_int_equal(weft_symbols_data(s, 0x10, &name, &off), -1);
+    assert_null(name);
+    assert_int_equal(weft_symbols_lookup(s, "no_such_symbol_anywhere", &addr, &size), -1);
+    assert_int_equal(weft_symbols_lookup(s, "worker", &addr, &size), -1);    /* a function */
+    assert_int_equal(weft_symbols_function(s, "counter", &addr, &size), -1); /* an object */
+    weft_symbols_close(s);
+}
+
+static void test_pc_symbols(void **state)
+{
+    (void)state;
+    char err[512];
+    weft_symbols *s = weft_symbols_open(WEFT_TEST_FIXTURE, err, sizeof err);
+    assert_non_null(s);
+    uint64_t worker, size;
+    assert_int_equal(weft_symbols_function(s, "worker", &worker, &size), 0);
+    assert_true(size >= 8);
+    const char *fn, *file;
+    int line;
+    for (uint64_t pc = worker; pc < worker + size; pc += 4) {
+        assert_int_equal(weft_symbols_pc(s, pc, &fn, &file, &line), 0);
+        assert_string_equal(fn, "worker");
+        assert_non_null(file);
+        const char *base = strrchr(file, '/');
+        assert_string_equal(base ? base + 1 : file, "lost_update.c");
+        /* worker() spans lines 16-24 of fixtures/lost_update.c. */
+        assert_in_range(line, 16, 24);
+    }
+    /* Cached: the same answer, the same strings. */
+    const char *fn2, *file2;
+    int line2;
+    assert_int_equal(weft_symbols_pc(s, worker + 4, &fn, &file, &line), 0);
+    assert_int_equal(weft_symbols_pc(s, worker + 4, &fn2, &file2, &line2), 0);
+    assert_ptr_equal(fn, fn2);
+    assert_ptr_equal(file, file2);
+    assert_int_equal(line, line2);
+
+    uint64_t main_addr;
+    assert_int_equal(weft_symbols_function(s, "main", &main_addr, NULL), 0);
+    assert_int_equal(weft_symbols_pc(s, main_addr, &fn, &file, &line), 0);
+    assert_string_equal(fn, "main");
+
+    assert_int_equal(weft_symbols_pc(s, 0, &fn, &file, &line), -1);
+    assert_null(fn);
+    weft_symbols_close(s);
+}
+
+static void test_build_id(void **state)
+{
+    (void)state;
+    uint8_t id[64];
+    int n = weft_elf_build_id(WEFT_TEST_FIXTURE, id, sizeof id);
+    assert_true(n >= 0);
+    if (n == 0)
+        printf("# the fixture has no build-id note (toolchain default)\n");
+    assert_int_equal(weft_elf_build_id(__FILE__, id, sizeof id), -1);
+    assert_int_equal(weft_elf_build_id("/nonexistent-weft-file", id, sizeof id), -1);
+}
+
+static void expect_error(const char *path, const char *needle)
+{
+    char err[512] = "";
+    weft_symbols *s = weft_symbols_open(path, err, sizeof err);
+    if (s)
+        fail_msg("%s opened as symbols", path);
+    assert_int_equal(strncmp(err, path, strlen(path)), 0);
+    assert_null(strchr(err, '\n'));
+    if (!strstr(err, needle))
+        fail_msg("error \"%s\" lacks \"%s\"", err, needle);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    expect_error("/nonexistent-weft-file", "cannot open: No such file or directory");
+    expect_error(__FILE__, "not an ELF file");
+    expect_error("/proc/self/exe", "expected AArch64"); /* this x86-64 test program */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_data_symbols),
+        cmocka_unit_test(test_pc_symbols),
+        cmocka_unit_test(test_build_id),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests_name("symbols", tests, NULL, NULL);
+}

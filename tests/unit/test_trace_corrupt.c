@@ -1,0 +1,287 @@
+/* Damaged inputs: every failure is a one-line error naming the file, never a
+ * crash; every single-bit flip and every truncation is detected; a spool
+ * torn mid-chunk is salvaged into a readable trace. */
+#include "test_trace_common.h"
+
+#include <sys/wait.h>
+
+/* Open must fail with a one-line message that starts with the path. */
+static void expect_open_error(const char *path, const char *needle)
+{
+    char err[512] = "";
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    if (t)
+        fail_msg("%s opened, expected an error containing \"%s\"", path, needle);
+    assert_int_equal(strncmp(err, path, strlen(path)), 0);
+    assert_null(strchr(err, '\n'));
+    if (needle && !strstr(err, needle))
+        fail_msg("error \"%s\" lacks \"%s\"", err, needle);
+}
+
+/* A small trace of two threads, and a bigger one spanning several blocks. */
+static const char *small_trace(void)
+{
+    static char path[640];
+    if (!path[0]) {
+        snprintf(path, sizeof path, "%s", tt_path("small.wtr"));
+        weft_event t0[20], t1[20];
+        for (int i = 0; i < 20; i++) {
+            t0[i] = tt_ev(2 * i, WEFT_EV_WRITE, 0x1000 + 8 * (i % 3), 0x400000 + 4 * i, 8);
+            t1[i] = tt_ev(2 * i + 1, WEFT_EV_READ, 0x1000, 0x400100 + 4 * i, 8);
+        }
+        weft_event *s[] = {t0, t1};
+        size_t c[] = {20, 20};
+        tt_write(path, 2, s, c, NULL);
+    }
+    return path;
+}
+
+static const char *multi_block_trace(void)
+{
+    static char path[640];
+    if (!path[0]) {
+        snprintf(path, sizeof path, "%s", tt_path("multi.wtr"));
+        weft_event *t0 = calloc(10000, sizeof *t0);
+        for (int i = 0; i < 10000; i++)
+            t0[i] = tt_ev((uint64_t)i, (uint8_t)(i % 2), 0x2000 + (i % 5) * 8, 0x400000, 4);
+        weft_event *s[] = {t0};
+        size_t c[] = {10000};
+        tt_write(path, 1, s, c, NULL);
+        free(t0);
+    }
+    return path;
+}
+
+/* Read everything; returns the result of the last next(). */
+static int drain(weft_trace *t, uint64_t *n)
+{
+    weft_event ev;
+    int r;
+    *n = 0;
+    while ((r = weft_trace_next(t, &ev)) == 1)
+        (*n)++;
+    return r;
+}
+
+static void test_missing_empty_garbage(void **state)
+{
+    (void)state;
+    expect_open_error(tt_path("does-not-exist.wtr"), "cannot open: No such file or directory");
+    tt_spit(tt_path("empty"), "", 0);
+    expect_open_error(tt_path("empty"), "empty file");
+    uint8_t rnd[4096];
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < sizeof rnd; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        rnd[i] = (uint8_t)x;
+    }
+    tt_spit(tt_path("random"), rnd, sizeof rnd);
+    expect_open_error(tt_path("random"), "not a weft trace");
+    tt_spit(tt_path("short"), "WEF", 3);
+    expect_open_error(tt_path("short"), "truncated header");
+    expect_open_error(tt_scratch(), "is a directory");
+}
+
+static void test_future_version(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = tt_slurp(small_trace(), &n);
+    b[8] = 7; /* version field, little-endian u32 at offset 8 */
+    const char *p = tt_path("future.wtr");
+    tt_spit(p, b, n);
+    char want[700];
+    snprintf(want, sizeof want, "%s: trace format version 7 is newer than this weft supports (%d)",
+             p, WEFT_TRACE_VERSION);
+    char err[512];
+    assert_null(weft_trace_open(p, err, sizeof err));
+    assert_string_equal(err, want);
+    free(b);
+}
+
+static void check_truncation(const char *src, const char *dst, const uint8_t *b, size_t at)
+{
+    tt_spit(dst, b, at);
+    char err[512] = "";
+    weft_trace *t = weft_trace_open(dst, err, sizeof err);
+    if (!t) {
+        assert_int_equal(strncmp(err, dst, strlen(dst)), 0);
+        assert_null(strchr(err, '\n'));
+        return;
+    }
+    /* Accepting it is allowed only if what it reads is a consistent prefix. */
+    uint64_t n;
+    int r = drain(t, &n);
+    assert_true(r == 0 || r == -1);
+    assert_true(n <= weft_trace_event_count(t));
+    weft_trace_close(t);
+    (void)src;
+}
+
+static void test_truncations(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = tt_slurp(small_trace(), &n);
+    for (size_t at = 0; at < n; at++)
+        check_truncation(small_trace(), tt_path("cut.wtr"), b, at);
+    free(b);
+
+    b = tt_slurp(multi_block_trace(), &n);
+    for (size_t at = 0; at < n; at += n / 97 + 1)
+        check_truncation(multi_block_trace(), tt_path("cut2.wtr"), b, at);
+    for (size_t at = n - 80; at < n; at++)
+        check_truncation(multi_block_trace(), tt_path("cut2.wtr"), b, at);
+    free(b);
+    expect_open_error(tt_path("cut2.wtr"), "truncated");
+}
+
+/* Every single-bit flip anywhere in the file is detected, at open or while
+ * reading, and never crashes. */
+static void test_every_bit_flip_detected(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = tt_slurp(small_trace(), &n);
+    const char *p = tt_path("flip.wtr");
+    for (size_t i = 0; i < n; i++) {
+        for (int bit = 0; bit < 8; bit += 3) {
+            b[i] ^= (uint8_t)(1u << bit);
+            tt_spit(p, b, n);
+            b[i] ^= (uint8_t)(1u << bit);
+            char err[512] = "";
+            weft_trace *t = weft_trace_open(p, err, sizeof err);
+            if (!t) {
+                assert_int_equal(strncmp(err, p, strlen(p)), 0);
+                continue;
+            }
+            uint64_t k;
+            if (drain(t, &k) != -1)
+                fail_msg("flip of bit %d at byte %zu went unnoticed", bit, i);
+            assert_int_equal(strncmp(weft_trace_error(t), p, strlen(p)), 0);
+            weft_trace_close(t);
+        }
+    }
+    free(b);
+}
+
+static void test_block_checksum(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = tt_slurp(multi_block_trace(), &n);
+    /* Past the header (< 300 bytes) and well inside the second block. */
+    b[n / 2] ^= 0x40;
+    const char *p = tt_path("badcrc.wtr");
+    tt_spit(p, b, n);
+    free(b);
+    char err[512];
+    weft_trace *t = weft_trace_open(p, err, sizeof err);
+    if (!t)
+        fail_msg("%s", err);
+    uint64_t k;
+    assert_int_equal(drain(t, &k), -1);
+    assert_true(k > 0 && k < 10000); /* the blocks before it were fine */
+    const char *e = weft_trace_error(t);
+    assert_int_equal(strncmp(e, p, strlen(p)), 0);
+    assert_non_null(strstr(e, "corrupt block at offset"));
+    assert_non_null(strstr(e, "checksum mismatch"));
+    assert_int_equal(weft_trace_next(t, &(weft_event){0}), -1); /* stays failed */
+    /* An export stops at the damage with the reader's message, leaving no file. */
+    const char *csv = tt_path("badcrc.csv");
+    assert_int_equal(weft_trace_export(t, NULL, WEFT_EXPORT_CSV, csv, err, sizeof err), -1);
+    assert_non_null(strstr(err, "checksum mismatch"));
+    assert_int_not_equal(access(csv, F_OK), 0);
+    weft_trace_close(t);
+}
+
+/* ---- salvage ---- */
+
+static void child_writes_and_dies(const char *path)
+{
+    char err[512];
+    weft_trace_meta m = tt_meta();
+    weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
+    if (!w)
+        _exit(2);
+    weft_event b[11];
+    for (uint32_t round = 0; round < 2; round++) {
+        for (uint32_t t = 0; t < 2; t++) {
+            size_t n = 0;
+            uint64_t base = 100 * round + 10 * t;
+            if (round == 0)
+                b[n++] = tt_ev(base, WEFT_EV_THREAD_START, 4000 + t, 0, 0);
+            for (int i = 0; i < 10; i++)
+                b[n++] = tt_ev(base + 1 + (uint64_t)i, WEFT_EV_WRITE, 0x3000, 0x400000, 8);
+            if (weft_trace_writer_append(w, t, b, n) != 0)
+                _exit(3);
+        }
+    }
+    _exit(0); /* no finish: as if qemu died */
+}
+
+static void test_salvage_torn_spool(void **state)
+{
+    (void)state;
+    const char *path = tt_path("crashed.wtr");
+    char spool[700];
+    snprintf(spool, sizeof spool, "%s.spool", path);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        child_writes_and_dies(path);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_int_not_equal(access(path, F_OK), 0);
+    expect_open_error(spool, "spool of an unfinished run");
+
+    /* Tear the last chunk (thread 1's second batch) in the middle. */
+    struct stat st;
+    assert_int_equal(stat(spool, &st), 0);
+    assert_int_equal(truncate(spool, st.st_size - 7), 0);
+
+    char err[512];
+    if (weft_trace_salvage(path, WEFT_TRACE_CRASHED, -9, err, sizeof err) != 0)
+        fail_msg("salvage: %s", err);
+    assert_int_not_equal(access(spool, F_OK), 0);
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    if (!t)
+        fail_msg("%s", err);
+    const weft_trace_summary *s = weft_trace_get_summary(t);
+    assert_int_equal(s->flags, WEFT_TRACE_TRUNCATED | WEFT_TRACE_CRASHED);
+    assert_int_equal(s->exit_status, -9);
+    assert_int_equal(weft_trace_event_count(t), 11 + 11 + 10);
+    assert_int_equal(s->nthreads, 2);
+    assert_int_equal(s->threads[0].tid, 4000);
+    assert_int_equal(s->threads[0].start_time, 0);
+    assert_int_equal(s->threads[0].end_time, 110);
+    assert_int_equal(s->threads[0].events, 21);
+    assert_int_equal(s->threads[1].tid, 4001);
+    assert_int_equal(s->threads[1].start_time, 10);
+    assert_int_equal(s->threads[1].end_time, 20);
+    assert_int_equal(s->threads[1].events, 11);
+    assert_int_equal(s->makespan, 110);
+    assert_string_equal(weft_trace_get_meta(t)->settings.policy, "pct");
+    uint64_t n;
+    assert_int_equal(drain(t, &n), 0);
+    assert_int_equal(n, 32);
+    weft_trace_close(t);
+
+    /* Nothing to salvage, or a spool torn inside its own header. */
+    assert_int_equal(weft_trace_salvage(path, 0, 0, err, sizeof err), -1);
+    assert_non_null(strstr(err, spool));
+    assert_non_null(strstr(err, "No such file"));
+    tt_spit(spool, "WEFTSPL\0\1\0\0\0\xff\0\0\0", 16);
+    assert_int_equal(weft_trace_salvage(path, 0, 0, err, sizeof err), -1);
+    assert_non_null(strstr(err, "header"));
+}
+
+const struct CMUnitTest corrupt_tests[] = {
+    cmocka_unit_test(test_missing_empty_garbage), cmocka_unit_test(test_future_version),
+    cmocka_unit_test(test_truncations),           cmocka_unit_test(test_every_bit_flip_detected),
+    cmocka_unit_test(test_block_checksum),        cmocka_unit_test(test_salvage_torn_spool),
+};
+const size_t corrupt_ntests = sizeof corrupt_tests / sizeof corrupt_tests[0];

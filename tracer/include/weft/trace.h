@@ -1,0 +1,222 @@
+/* weft trace files: the record of one run on the ideal platform.
+ *
+ * Written by the QEMU plugin, read by every other component. The on-disk
+ * layout is described in docs/trace-format.md; this header is the only way
+ * other components touch it. Events come back from the reader in canonical
+ * order (time, thread, seq), so two runs with the same virtual behaviour give
+ * byte-identical files whatever order the host threads flushed them in. */
+#ifndef WEFT_TRACE_H
+#define WEFT_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_TRACE_VERSION 1
+
+typedef enum weft_event_kind {
+    WEFT_EV_READ = 0,
+    WEFT_EV_WRITE = 1,
+    WEFT_EV_RMW = 2,          /* atomic read-modify-write, exclusive pair, CAS */
+    WEFT_EV_THREAD_START = 3, /* addr = creator's thread index (UINT32_MAX for main) */
+    WEFT_EV_THREAD_EXIT = 4,  /* addr = exit code */
+    WEFT_EV_FUTEX_WAIT =
+        5, /* addr = futex word; logged at entry, the next event shows the resume */
+    WEFT_EV_FUTEX_WAKE = 6, /* addr = futex word; size field unused */
+    WEFT_EV_SYSCALL = 7,    /* addr = syscall number */
+    WEFT_EV_DELAY = 8,      /* addr = injected delay in virtual ns */
+    WEFT_EV_KIND_COUNT
+} weft_event_kind;
+
+/* Event flags. */
+#define WEFT_EVF_EXCLUSIVE 0x1u /* load/store-exclusive */
+#define WEFT_EVF_ATOMIC 0x2u    /* LSE atomic or CAS */
+#define WEFT_EVF_STACK 0x4u     /* access to the thread's own stack (only kept with filter=all) */
+
+typedef struct weft_event {
+    uint64_t time;   /* virtual ns at which the event happened */
+    uint64_t seq;    /* per-thread sequence number among recorded events, from 0 */
+    uint64_t addr;   /* see weft_event_kind */
+    uint64_t pc;     /* guest pc of the instruction (0 if none) */
+    uint32_t thread; /* thread index in creation order, 0 = main thread */
+    uint8_t kind;    /* weft_event_kind */
+    uint8_t size;    /* bytes accessed (1..64), 0 when not a memory access */
+    uint16_t flags;  /* WEFT_EVF_* */
+} weft_event;
+
+typedef enum weft_trace_mode { WEFT_MODE_FREE = 0, WEFT_MODE_EXACT = 1 } weft_trace_mode;
+typedef enum weft_trace_filter {
+    WEFT_FILTER_NONSTACK = 0, /* default: drop accesses to the accessing thread's own stack */
+    WEFT_FILTER_ALL = 1,
+    WEFT_FILTER_RANGES = 2 /* only the address ranges in weft_trace_settings.ranges */
+} weft_trace_filter;
+
+#define WEFT_TRACE_MAX_RANGES 16
+
+typedef struct weft_trace_settings {
+    uint32_t mode;         /* weft_trace_mode */
+    uint32_t cpi;          /* cycles per instruction */
+    uint64_t ps_per_cycle; /* picoseconds per cycle: 1000 = 1 GHz, 1 cycle = 1 ns */
+    uint64_t quantum;      /* exact mode: virtual ns a PE may run ahead, 0 = none */
+    uint32_t filter;       /* weft_trace_filter */
+    uint32_t nranges;
+    uint64_t range_lo[WEFT_TRACE_MAX_RANGES], range_hi[WEFT_TRACE_MAX_RANGES]; /* [lo, hi) */
+    char policy[32]; /* scheduling policy name, "ideal" when tracing */
+    uint64_t seed;   /* policy seed (0 for ideal) */
+} weft_trace_settings;
+
+typedef struct weft_trace_meta {
+    weft_trace_settings settings;
+    char *binary_path;    /* as given on the command line */
+    uint8_t build_id[64]; /* GNU build-id note of the binary, may be empty */
+    uint32_t build_id_len;
+    uint32_t argc;
+    char **argv; /* argv[0..argc) of the guest */
+} weft_trace_meta;
+
+/* Thread table entry, one per guest thread in creation order. */
+typedef struct weft_trace_thread {
+    uint32_t id;         /* == index */
+    uint32_t parent;     /* creator's id; UINT32_MAX for the main thread */
+    uint64_t tid;        /* 0: host TIDs vary between runs, so traces leave them out */
+    uint64_t start_time; /* virtual ns of creation (parent's time at clone) */
+    uint64_t end_time;   /* virtual ns at exit, or at the end of the run */
+    uint64_t events;     /* recorded events of this thread */
+    uint64_t insns;      /* retired instructions */
+    uint32_t exited;     /* 1 if the thread called exit */
+    int32_t exit_code;
+} weft_trace_thread;
+
+/* How the run ended. */
+#define WEFT_TRACE_COMPLETE 0x1u  /* the writer was finished normally */
+#define WEFT_TRACE_TRUNCATED 0x2u /* salvaged from a spool: the guest or qemu died mid-run */
+#define WEFT_TRACE_CRASHED 0x4u   /* the guest was killed by a signal */
+#define WEFT_TRACE_TIMED_OUT 0x8u /* weft killed the guest at its time limit */
+#define WEFT_TRACE_DEADLOCK 0x10u /* no thread could advance while some were blocked */
+
+typedef struct weft_trace_summary {
+    uint32_t flags;         /* WEFT_TRACE_* */
+    int32_t exit_status;    /* guest exit code, or -signal */
+    uint64_t stall_escapes; /* times the plugin gave up waiting to avoid a qemu hang */
+    uint64_t makespan;      /* virtual ns: max end_time */
+    uint32_t nthreads;
+    weft_trace_thread *threads;
+} weft_trace_summary;
+
+/* ---- writing (the plugin) ------------------------------------------------ */
+
+typedef struct weft_trace_writer weft_trace_writer;
+
+/* Thread ids passed to append must be below this (bounds the merge tables). */
+#define WEFT_TRACE_MAX_THREADS (1u << 20)
+
+/* Start a trace at `path`. Events go to a spool file `path`.spool while the
+ * guest runs; nothing appears at `path` until finish or salvage.
+ * Returns NULL and fills err on failure. */
+weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_meta *meta, char *err,
+                                          size_t errlen);
+
+/* Append n events of one thread, in that thread's order. Thread-safe:
+ * different threads may append concurrently (one caller per guest thread at
+ * a time). seq and thread fields of the events are ignored (the reader numbers
+ * events per thread). A thread's times must not decrease. Returns 0, or -1 on
+ * I/O error or invalid events; the first error is kept and reported by
+ * finish. No append may run concurrently with finish or abort. */
+int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_event *events,
+                             size_t n);
+
+/* Merge the spool into canonical order, write the summary, rename to `path`
+ * atomically, remove the spool and free the writer. Returns 0 or -1 (err).
+ * summary may be NULL; its per-thread event counts are recomputed, threads
+ * missing from it are rebuilt from the events, and WEFT_TRACE_COMPLETE is
+ * added to its flags. On failure the spool is kept for salvage. */
+int weft_trace_writer_finish(weft_trace_writer *w, const weft_trace_summary *summary, char *err,
+                             size_t errlen);
+
+/* Drop the writer and its spool without producing a trace. */
+void weft_trace_writer_abort(weft_trace_writer *w);
+
+/* Turn the spool left by a run that never finished into a readable trace at
+ * `path`, flagged WEFT_TRACE_TRUNCATED plus `extra_flags`, with the thread
+ * table rebuilt from the events. Returns 0 or -1 (err). */
+int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_status, char *err,
+                       size_t errlen);
+
+/* Record how the run ended after the fact (qemu cannot tell the plugin that
+ * the guest died of a signal or was killed): ORs `flags` into the summary's
+ * flags and sets its exit status, rewriting the footer in place.
+ * Returns 0 or -1 (err). */
+int weft_trace_set_outcome(const char *path, uint32_t flags, int32_t exit_status, char *err,
+                           size_t errlen);
+
+/* ---- reading -------------------------------------------------------------- */
+
+typedef struct weft_trace weft_trace;
+
+/* Open and validate a trace. On failure returns NULL with a one-line reason
+ * in err ("run.wtr: truncated header", "run.wtr: trace format version 7 is
+ * newer than this weft supports (1)", ...; see docs/trace-format.md). */
+weft_trace *weft_trace_open(const char *path, char *err, size_t errlen);
+const weft_trace_meta *weft_trace_get_meta(const weft_trace *t);
+const weft_trace_summary *weft_trace_get_summary(const weft_trace *t);
+uint64_t weft_trace_event_count(const weft_trace *t);
+/* Next event in canonical order: 1 = got one, 0 = end, -1 = corrupt (see weft_trace_error). */
+int weft_trace_next(weft_trace *t, weft_event *ev);
+void weft_trace_rewind(weft_trace *t);
+const char *weft_trace_error(const weft_trace *t);
+/* The path the trace was opened from. */
+const char *weft_trace_path(const weft_trace *t);
+void weft_trace_close(weft_trace *t);
+
+const char *weft_event_kind_name(uint8_t kind); /* "read", "write", ... */
+int weft_event_is_access(uint8_t kind);         /* read, write or rmw */
+int weft_event_writes(uint8_t kind);            /* write or rmw */
+
+/* ---- symbols (elfutils) ---------------------------------------------------- */
+
+typedef struct weft_symbols weft_symbols;
+weft_symbols *weft_symbols_open(const char *elf_path, char *err, size_t errlen);
+/* pc -> function and source position; strings owned by the symbols object.
+ * Returns 0 if found, -1 if not (fields set to NULL/0). */
+int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const char **file,
+                    int *line);
+/* data address -> global object name and offset within it. */
+int weft_symbols_data(weft_symbols *s, uint64_t addr, const char **name, uint64_t *offset);
+/* A global data object by name: its address and size. 0 if found, -1 if not. */
+int weft_symbols_lookup(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size);
+/* Human name of an ELF e_machine value ("x86-64", "32-bit ARM", ...). */
+const char *weft_elf_machine_name(unsigned machine);
+/* Read the GNU build-id of an ELF file: returns its length (0 if none), -1 on error. */
+int weft_elf_build_id(const char *elf_path, uint8_t *out, size_t outlen);
+/* A function by name: its entry address and size. 0 if found, -1 if not. */
+int weft_symbols_function(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size);
+void weft_symbols_close(weft_symbols *s);
+
+/* ---- views (weft info / weft export) --------------------------------------- */
+
+/* Seed-004-Table-1-style summary: threads, events per thread, per-variable
+ * per-thread R/W pattern, cross-thread write-write pair counts. */
+int weft_trace_print_info(weft_trace *t, weft_symbols *syms, FILE *out);
+
+typedef enum weft_export_format {
+    WEFT_EXPORT_CHROME = 0, /* Chrome/Perfetto trace-event JSON */
+    WEFT_EXPORT_VCD = 1,    /* value change dump for GTKWave */
+    WEFT_EXPORT_CSV = 2
+} weft_export_format;
+/* Two writes to the same address by different threads whose virtual times
+ * differ by at most this many ns are shown as a conflict in the exports
+ * (0 = exactly aligned, the seed's definition of an interference). */
+#define WEFT_CONFLICT_WINDOW_NS 10
+/* Write the export atomically to out_path (the trace is rewound first and
+ * left at its end). Returns 0 or -1 (err). */
+int weft_trace_export(weft_trace *t, weft_symbols *syms, weft_export_format fmt,
+                      const char *out_path, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

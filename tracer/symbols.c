@@ -1,0 +1,387 @@
+/* Symbolization of guest addresses with elfutils: the ELF symbol table for
+ * function and object names, the DWARF line table for file:line.
+ *
+ * Traces hit the same few pcs millions of times, so pc lookups are cached;
+ * data lookups are a binary search over the sorted objects. */
+#include "trace_internal.h"
+
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <dwarf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct sym {
+    uint64_t addr, size;
+    const char *name; /* in the ELF string table */
+    int rank;         /* lower is preferred among aliases at one address */
+} sym;
+
+typedef struct cu_range {
+    uint64_t lo, hi;
+    Dwarf_Die cu;
+} cu_range;
+
+typedef struct pc_info {
+    const char *function, *file;
+    int line;
+    bool found;
+} pc_info;
+
+struct weft_symbols {
+    int fd;
+    Elf *elf;
+    Dwarf *dw; /* NULL without debug info */
+    sym *funcs, *objs;
+    size_t nfuncs, nobjs;
+    cu_range *cus;
+    size_t ncus;
+    trc_addrmap pc_cache; /* pc -> index + 1 in infos */
+    pc_info *infos;
+    size_t ninfos, cap_infos;
+};
+
+const char *weft_elf_machine_name(unsigned m)
+{
+    switch (m) {
+    case EM_X86_64:
+        return "x86-64";
+    case EM_386:
+        return "i386";
+    case EM_ARM:
+        return "32-bit ARM";
+    case EM_RISCV:
+        return "RISC-V";
+    case EM_PPC64:
+        return "PowerPC64";
+    default:
+        return "another architecture";
+    }
+}
+
+/* Aliases: prefer global names without leading underscores, so that
+ * `malloc` wins over `__libc_malloc` and the user's name over internals. */
+static int sym_rank(const GElf_Sym *s, const char *name)
+{
+    int bind = GELF_ST_BIND(s->st_info);
+    int r = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+    if (name[0] == '_')
+        r += 4;
+    if (name[0] == '$' || name[0] == 0) /* mapping symbols $x/$d */
+        r += 100;
+    return r;
+}
+
+static int sym_cmp(const void *a, const void *b)
+{
+    const sym *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank - y->rank;
+    return strcmp(x->name, y->name);
+}
+
+/* Sort and keep the preferred symbol per address. */
+static size_t sort_dedup(sym *v, size_t n)
+{
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof *v, sym_cmp);
+    size_t k = 1;
+    for (size_t i = 1; i < n; i++)
+        if (v[i].addr != v[k - 1].addr)
+            v[k++] = v[i];
+        else if (v[k - 1].size == 0 && v[i].size) /* keep a size from an alias */
+            v[k - 1].size = v[i].size;
+    return k;
+}
+
+static int load_symtab(weft_symbols *s)
+{
+    Elf_Scn *scn = NULL, *best = NULL;
+    GElf_Shdr sh, best_sh = {0};
+    while ((scn = elf_nextscn(s->elf, scn))) {
+        if (!gelf_getshdr(scn, &sh))
+            continue;
+        if (sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && !best)) {
+            best = scn;
+            best_sh = sh;
+        }
+    }
+    if (!best || best_sh.sh_entsize == 0)
+        return -1;
+    Elf_Data *data = elf_getdata(best, NULL);
+    size_t n = data ? best_sh.sh_size / best_sh.sh_entsize : 0;
+    s->funcs = calloc(n ? n : 1, sizeof *s->funcs);
+    s->objs = calloc(n ? n : 1, sizeof *s->objs);
+    if (!s->funcs || !s->objs)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        GElf_Sym es;
+        if (!gelf_getsym(data, (int)i, &es) || es.st_shndx == SHN_UNDEF)
+            continue;
+        const char *name = elf_strptr(s->elf, best_sh.sh_link, es.st_name);
+        if (!name || !*name)
+            continue;
+        int type = GELF_ST_TYPE(es.st_info);
+        sym v = {es.st_value, es.st_size, name, sym_rank(&es, name)};
+        if (type == STT_FUNC || type == STT_GNU_IFUNC)
+            s->funcs[s->nfuncs++] = v;
+        else if (type == STT_OBJECT)
+            s->objs[s->nobjs++] = v;
+    }
+    s->nfuncs = sort_dedup(s->funcs, s->nfuncs);
+    s->nobjs = sort_dedup(s->objs, s->nobjs);
+    return 0;
+}
+
+static int cu_cmp(const void *a, const void *b)
+{
+    const cu_range *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Address ranges of every compile unit, for pc -> CU. Built from the CU
+ * DIEs rather than .debug_aranges, which recent GCCs may omit. */
+static void load_cus(weft_symbols *s)
+{
+    s->dw = dwarf_begin_elf(s->elf, DWARF_C_READ, NULL);
+    if (!s->dw)
+        return;
+    size_t cap = 0;
+    Dwarf_CU *cu = NULL;
+    Dwarf_Die cudie;
+    uint8_t unit_type;
+    while (dwarf_get_units(s->dw, cu, &cu, NULL, &unit_type, &cudie, NULL) == 0) {
+        if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
+            continue;
+        Dwarf_Addr base, lo, hi;
+        ptrdiff_t off = 0;
+        while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
+            if (hi <= lo)
+                continue;
+            if (s->ncus == cap) {
+                cap = cap ? cap * 2 : 64;
+                cu_range *v = realloc(s->cus, cap * sizeof *v);
+                if (!v)
+                    return;
+                s->cus = v;
+            }
+            s->cus[s->ncus++] = (cu_range){lo, hi, cudie};
+        }
+    }
+    if (s->ncus)
+        qsort(s->cus, s->ncus, sizeof *s->cus, cu_cmp);
+}
+
+weft_symbols *weft_symbols_open(const char *elf_path, char *err, size_t errlen)
+{
+    if (!elf_path) {
+        trc_seterr(err, errlen, "weft_symbols_open: no path");
+        return NULL;
+    }
+    elf_version(EV_CURRENT);
+    weft_symbols *s = calloc(1, sizeof *s);
+    if (!s) {
+        trc_seterr(err, errlen, "%s: out of memory", elf_path);
+        return NULL;
+    }
+    s->fd = open(elf_path, O_RDONLY | O_CLOEXEC);
+    if (s->fd < 0) {
+        trc_seterr(err, errlen, "%s: cannot open: %s", elf_path, strerror(errno));
+        weft_symbols_close(s);
+        return NULL;
+    }
+    s->elf = elf_begin(s->fd, ELF_C_READ_MMAP, NULL);
+    GElf_Ehdr eh;
+    if (!s->elf || elf_kind(s->elf) != ELF_K_ELF || !gelf_getehdr(s->elf, &eh)) {
+        trc_seterr(err, errlen, "%s: not an ELF file", elf_path);
+        weft_symbols_close(s);
+        return NULL;
+    }
+    if (eh.e_machine != EM_AARCH64) {
+        trc_seterr(err, errlen, "%s: ELF for %s (machine %u), expected AArch64", elf_path,
+                   weft_elf_machine_name(eh.e_machine), eh.e_machine);
+        weft_symbols_close(s);
+        return NULL;
+    }
+    if (load_symtab(s) < 0) {
+        trc_seterr(err, errlen, "%s: no symbol table (stripped binary?)", elf_path);
+        weft_symbols_close(s);
+        return NULL;
+    }
+    load_cus(s);
+    return s;
+}
+
+/* The symbol containing addr, if any. Sized symbols contain
+ * [addr, addr+size); a zero-sized one only its own address, except that a
+ * zero-sized function extends to the next function (hand-written asm). */
+static const sym *find_sym(const sym *v, size_t n, uint64_t addr, bool extend)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* lo = first symbol above addr; look back a few for an enclosing one. */
+    for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++) {
+        const sym *c = &v[i];
+        if (c->size ? addr - c->addr < c->size : addr == c->addr)
+            return c;
+        if (extend && k == 0 && !c->size && (i + 1 == n || addr < v[i + 1].addr))
+            return c;
+    }
+    return NULL;
+}
+
+static void lookup_line(weft_symbols *s, uint64_t pc, pc_info *info)
+{
+    size_t lo = 0, hi = s->ncus;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->cus[mid].lo <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i-- > 0;) {
+        if (pc >= s->cus[i].hi)
+            continue;
+        Dwarf_Line *line = dwarf_getsrc_die(&s->cus[i].cu, pc);
+        if (!line)
+            continue;
+        int ln = 0;
+        info->file = dwarf_linesrc(line, NULL, NULL);
+        dwarf_lineno(line, &ln);
+        info->line = ln;
+        return;
+    }
+}
+
+int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const char **file,
+                    int *line)
+{
+    pc_info tmp = {0}, *info = &tmp;
+    bool inserted = false;
+    uint64_t *slot = trc_addrmap_get(&s->pc_cache, pc, &inserted);
+    if (slot && !inserted && *slot) {
+        info = &s->infos[*slot - 1];
+    } else {
+        const sym *f = find_sym(s->funcs, s->nfuncs, pc, true);
+        tmp.function = f ? f->name : NULL;
+        tmp.found = f != NULL;
+        lookup_line(s, pc, &tmp);
+        if (slot) {
+            if (s->ninfos == s->cap_infos) {
+                size_t cap = s->cap_infos ? s->cap_infos * 2 : 256;
+                pc_info *v = realloc(s->infos, cap * sizeof *v);
+                if (v) {
+                    s->infos = v;
+                    s->cap_infos = cap;
+                }
+            }
+            /* Without room the slot stays 0, which means "not cached". */
+            if (s->ninfos < s->cap_infos) {
+                s->infos[s->ninfos++] = tmp;
+                *slot = s->ninfos;
+            }
+        }
+    }
+    if (function)
+        *function = info->function;
+    if (file)
+        *file = info->file;
+    if (line)
+        *line = info->line;
+    return info->found ? 0 : -1;
+}
+
+int weft_symbols_data(weft_symbols *s, uint64_t addr, const char **name, uint64_t *offset)
+{
+    const sym *o = find_sym(s->objs, s->nobjs, addr, false);
+    if (name)
+        *name = o ? o->name : NULL;
+    if (offset)
+        *offset = o ? addr - o->addr : 0;
+    return o ? 0 : -1;
+}
+
+/* Exact-name search; the tables are sorted by address, and a linear scan is
+ * fine for the few name lookups a command makes. */
+static const sym *find_name(const sym *v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0)
+            return &v[i];
+    return NULL;
+}
+
+static int name_result(const sym *f, uint64_t *addr, uint64_t *size)
+{
+    if (addr)
+        *addr = f ? f->addr : 0;
+    if (size)
+        *size = f ? f->size : 0;
+    return f ? 0 : -1;
+}
+
+int weft_symbols_lookup(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size)
+{
+    return name_result(find_name(s->objs, s->nobjs, name), addr, size);
+}
+
+int weft_symbols_function(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size)
+{
+    return name_result(find_name(s->funcs, s->nfuncs, name), addr, size);
+}
+
+int weft_elf_build_id(const char *elf_path, uint8_t *out, size_t outlen)
+{
+    elf_version(EV_CURRENT);
+    int fd = open(elf_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    int rc = -1;
+    if (elf && elf_kind(elf) == ELF_K_ELF) {
+        const void *id = NULL;
+        ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+        if (n >= 0) { /* 0: a valid ELF without the note */
+            size_t k = (size_t)n < outlen ? (size_t)n : outlen;
+            if (k)
+                memcpy(out, id, k);
+            rc = (int)k;
+        }
+    }
+    if (elf)
+        elf_end(elf);
+    close(fd);
+    return rc;
+}
+
+void weft_symbols_close(weft_symbols *s)
+{
+    if (!s)
+        return;
+    if (s->dw)
+        dwarf_end(s->dw);
+    if (s->elf)
+        elf_end(s->elf);
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s->funcs);
+    free(s->objs);
+    free(s->cus);
+    free(s->infos);
+    trc_addrmap_free(&s->pc_cache);
+    free(s);
+}

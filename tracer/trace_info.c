@@ -1,0 +1,359 @@
+/* `weft info`: a seed-004-Table-1-style summary of a trace.
+ *
+ * Two passes over the events keep memory proportional to the shared
+ * accesses rather than to the trace: the first finds the addresses touched
+ * by two or more threads, the second records only their R/W patterns. */
+#include "trace_internal.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHARED_BIT (1ull << 63)
+#define PATTERN_RAW_MAX 12 /* longer patterns are run-length encoded */
+#define PATTERN_OUT_MAX 96 /* and cut beyond this many characters */
+
+typedef struct thread_access {
+    uint32_t thread;
+    char *letters; /* one of R, W, M (read-modify-write) per access */
+    size_t n, cap;
+    uint64_t writes;
+} thread_access;
+
+typedef struct var {
+    uint64_t addr;
+    thread_access *per; /* per accessing thread, in order of first access */
+    size_t nper, capper;
+    uint64_t writes;
+    /* writes at the current time, for pairs that are exactly aligned */
+    uint64_t cur_time;
+    uint64_t aligned;
+    struct {
+        uint32_t thread;
+        uint64_t n;
+    } * at;
+    size_t nat, capat;
+} var;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 8;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* Pairs of writes by different threads among counts per thread:
+ * C(total, 2) minus the same-thread pairs. */
+static uint64_t cross_pairs(uint64_t total, const uint64_t *per, size_t n, size_t stride)
+{
+    uint64_t p = total * (total - (total > 0)) / 2;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = *(const uint64_t *)((const char *)per + i * stride);
+        p -= k * (k - (k > 0)) / 2;
+    }
+    return p;
+}
+
+static void close_time(var *v)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < v->nat; i++)
+        total += v->at[i].n;
+    if (v->nat > 1)
+        v->aligned += cross_pairs(total, &v->at[0].n, v->nat, sizeof v->at[0]);
+    v->nat = 0;
+}
+
+static int var_add(var *v, const weft_event *ev)
+{
+    thread_access *a = NULL;
+    for (size_t i = 0; i < v->nper; i++)
+        if (v->per[i].thread == ev->thread)
+            a = &v->per[i];
+    if (!a) {
+        if (grow((void **)&v->per, &v->capper, v->nper + 1, sizeof *v->per) < 0)
+            return -1;
+        a = &v->per[v->nper++];
+        memset(a, 0, sizeof *a);
+        a->thread = ev->thread;
+    }
+    if (grow((void **)&a->letters, &a->cap, a->n + 1, 1) < 0)
+        return -1;
+    a->letters[a->n++] = ev->kind == WEFT_EV_READ ? 'R' : ev->kind == WEFT_EV_WRITE ? 'W' : 'M';
+    if (!weft_event_writes(ev->kind))
+        return 0;
+    a->writes++;
+    v->writes++;
+    if (v->nat && ev->time != v->cur_time)
+        close_time(v);
+    v->cur_time = ev->time;
+    for (size_t i = 0; i < v->nat; i++)
+        if (v->at[i].thread == ev->thread) {
+            v->at[i].n++;
+            return 0;
+        }
+    if (grow((void **)&v->at, &v->capat, v->nat + 1, sizeof v->at[0]) < 0)
+        return -1;
+    v->at[v->nat].thread = ev->thread;
+    v->at[v->nat++].n = 1;
+    return 0;
+}
+
+/* Append to out (always NUL-terminated, silently cut). */
+static void emit(char *out, size_t outlen, size_t *pos, const char *s, size_t n)
+{
+    if (*pos + 1 >= outlen)
+        return;
+    size_t room = outlen - 1 - *pos;
+    if (n > room)
+        n = room;
+    memcpy(out + *pos, s, n);
+    *pos += n;
+    out[*pos] = 0;
+}
+
+/* Run-length encode a long pattern greedily: at each position take the
+ * repeated unit (1..8 letters) that covers the most letters, if writing it
+ * as "(unit)xN" is shorter than the letters themselves. */
+static void pattern_format(const char *s, size_t n, char *out, size_t outlen)
+{
+    size_t pos = 0;
+    out[0] = 0;
+    if (n <= PATTERN_RAW_MAX) {
+        emit(out, outlen, &pos, s, n);
+        return;
+    }
+    size_t i = 0;
+    while (i < n && pos < PATTERN_OUT_MAX) {
+        size_t best_l = 0, best_r = 0;
+        for (size_t l = 1; l <= 8 && i + 2 * l <= n; l++) {
+            size_t r = 1;
+            while (i + (r + 1) * l <= n && memcmp(s + i, s + i + r * l, l) == 0)
+                r++;
+            char tok[32];
+            int tl = snprintf(tok, sizeof tok, "%s%zu", l == 1 ? "x" : "()x", r);
+            if (r >= 2 && (size_t)tl + l < r * l && r * l > best_r * best_l) {
+                best_l = l;
+                best_r = r;
+            }
+        }
+        if (best_l) {
+            char tok[32];
+            if (best_l > 1)
+                emit(out, outlen, &pos, "(", 1);
+            emit(out, outlen, &pos, s + i, best_l);
+            int tl = snprintf(tok, sizeof tok, "%sx%zu", best_l > 1 ? ")" : "", best_r);
+            emit(out, outlen, &pos, tok, (size_t)tl);
+            i += best_l * best_r;
+        } else {
+            emit(out, outlen, &pos, s + i, 1);
+            i++;
+        }
+    }
+    if (i < n) {
+        char tail[48];
+        int tl = snprintf(tail, sizeof tail, "...(%zu more)", n - i);
+        emit(out, outlen, &pos, tail, (size_t)tl);
+    }
+}
+
+static int var_cmp(const void *a, const void *b)
+{
+    const var *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int per_cmp(const void *a, const void *b)
+{
+    const thread_access *x = a, *y = b;
+    return x->thread < y->thread ? -1 : x->thread > y->thread;
+}
+
+static void print_header(weft_trace *t, FILE *out)
+{
+    const weft_trace_meta *m = weft_trace_get_meta(t);
+    const weft_trace_summary *s = weft_trace_get_summary(t);
+    const weft_trace_settings *st = &m->settings;
+    fprintf(out, "trace          %s (format %d, %" PRIu64 " events)\n", weft_trace_path(t),
+            WEFT_TRACE_VERSION, weft_trace_event_count(t));
+    fprintf(out, "binary         %s", m->binary_path);
+    if (m->build_id_len) {
+        fprintf(out, " (build-id ");
+        for (uint32_t i = 0; i < m->build_id_len; i++)
+            fprintf(out, "%02x", m->build_id[i]);
+        fprintf(out, ")");
+    }
+    fprintf(out, "\nargv          ");
+    for (uint32_t i = 0; i < m->argc; i++) {
+        /* Quote arguments that would not read back as one word. */
+        const char *a = m->argv[i];
+        if (*a && !strpbrk(a, " \t\n'\"\\")) {
+            fprintf(out, " %s", a);
+            continue;
+        }
+        fputs(" '", out);
+        for (; *a; a++) {
+            if (*a == '\'')
+                fputs("'\\''", out);
+            else
+                fputc(*a, out);
+        }
+        fputc('\'', out);
+    }
+    static const char *const filters[] = {"nonstack", "all", "ranges"};
+    fprintf(out,
+            "\nmode           %s, cpi %u, %" PRIu64 " ps/cycle, quantum %" PRIu64 " ns, filter %s",
+            st->mode == WEFT_MODE_EXACT ? "exact" : "free", st->cpi, st->ps_per_cycle, st->quantum,
+            st->filter < 3 ? filters[st->filter] : "?");
+    for (uint32_t i = 0; i < st->nranges; i++)
+        fprintf(out, " [0x%" PRIx64 ",0x%" PRIx64 ")", st->range_lo[i], st->range_hi[i]);
+    fprintf(out, ", policy %s seed %" PRIu64 "\n", st->policy, st->seed);
+    static const char *const flag_names[] = {"complete", "truncated", "crashed", "timed-out",
+                                             "deadlock"};
+    fprintf(out, "flags         ");
+    if (!s->flags)
+        fprintf(out, " none");
+    for (int i = 0; i < 5; i++)
+        if (s->flags & (1u << i))
+            fprintf(out, " %s", flag_names[i]);
+    if (s->exit_status < 0)
+        fprintf(out, "\nexit status    killed by signal %d", -s->exit_status);
+    else
+        fprintf(out, "\nexit status    %d", s->exit_status);
+    fprintf(out, "\nmakespan       %" PRIu64 " ns\nstall escapes  %" PRIu64 "\n", s->makespan,
+            s->stall_escapes);
+}
+
+static void print_threads(const weft_trace_summary *s, const uint64_t (*rw)[3], FILE *out)
+{
+    fprintf(out, "\nthreads\n  %-7s %-8s %-7s %12s %12s %12s %10s %10s %10s %10s\n", "id", "tid",
+            "parent", "start", "end", "insns", "events", "reads", "writes", "rmw");
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        const weft_trace_thread *th = &s->threads[i];
+        char id[16], parent[16];
+        snprintf(id, sizeof id, "T%u", th->id);
+        if (th->parent == UINT32_MAX)
+            snprintf(parent, sizeof parent, "-");
+        else
+            snprintf(parent, sizeof parent, "T%u", th->parent);
+        fprintf(out,
+                "  %-7s %-8" PRIu64 " %-7s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10" PRIu64
+                " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+                id, th->tid, parent, th->start_time, th->end_time, th->insns, th->events, rw[i][0],
+                rw[i][1], rw[i][2]);
+    }
+}
+
+static void print_vars(var *vars, size_t nvars, weft_symbols *syms, FILE *out)
+{
+    qsort(vars, nvars, sizeof *vars, var_cmp);
+    fprintf(out,
+            "\nshared variables (%zu addresses accessed by 2 or more threads; R read, "
+            "W write, M read-modify-write)\n",
+            nvars);
+    for (size_t i = 0; i < nvars; i++) {
+        var *v = &vars[i];
+        close_time(v);
+        const char *name = NULL;
+        uint64_t off = 0;
+        if (syms && weft_symbols_data(syms, v->addr, &name, &off) == 0 && name) {
+            if (off)
+                fprintf(out, "  %s+%" PRIu64 ":", name, off);
+            else
+                fprintf(out, "  %s:", name);
+        } else {
+            fprintf(out, "  0x%" PRIx64 ":", v->addr);
+        }
+        qsort(v->per, v->nper, sizeof *v->per, per_cmp);
+        for (size_t k = 0; k < v->nper; k++) {
+            char pat[PATTERN_OUT_MAX + 64];
+            pattern_format(v->per[k].letters, v->per[k].n, pat, sizeof pat);
+            fprintf(out, "%s T%u %s", k ? "," : "", v->per[k].thread, pat);
+        }
+        uint64_t pairs = cross_pairs(v->writes, &v->per[0].writes, v->nper, sizeof v->per[0]);
+        fprintf(out, "; write-write pairs: %" PRIu64 " cross-thread, %" PRIu64 " aligned\n", pairs,
+                v->aligned);
+    }
+}
+
+int weft_trace_print_info(weft_trace *t, weft_symbols *syms, FILE *out)
+{
+    const weft_trace_summary *s = weft_trace_get_summary(t);
+    int rc = -1;
+    uint64_t(*rw)[3] = calloc(s->nthreads ? s->nthreads : 1, sizeof *rw);
+    trc_addrmap owners = {0}, index = {0};
+    var *vars = NULL;
+    size_t nvars = 0, capvars = 0;
+    weft_event ev;
+    int r;
+    if (!rw)
+        goto out;
+
+    /* Pass 1: per-thread counts; which addresses have two or more threads. */
+    weft_trace_rewind(t);
+    while ((r = weft_trace_next(t, &ev)) == 1) {
+        if (!weft_event_is_access(ev.kind))
+            continue;
+        rw[ev.thread][ev.kind == WEFT_EV_READ ? 0 : ev.kind == WEFT_EV_WRITE ? 1 : 2]++;
+        bool ins;
+        uint64_t *o = trc_addrmap_get(&owners, ev.addr, &ins);
+        if (!o)
+            goto out;
+        if (ins)
+            *o = (uint64_t)ev.thread + 1;
+        else if (!(*o & SHARED_BIT) && *o != (uint64_t)ev.thread + 1)
+            *o |= SHARED_BIT;
+    }
+    if (r < 0)
+        goto out;
+
+    /* Pass 2: patterns of the shared addresses only. */
+    weft_trace_rewind(t);
+    while ((r = weft_trace_next(t, &ev)) == 1) {
+        if (!weft_event_is_access(ev.kind))
+            continue;
+        uint64_t *o = trc_addrmap_find(&owners, ev.addr);
+        if (!o || !(*o & SHARED_BIT))
+            continue;
+        bool ins;
+        uint64_t *ix = trc_addrmap_get(&index, ev.addr, &ins);
+        if (!ix)
+            goto out;
+        if (ins) {
+            if (grow((void **)&vars, &capvars, nvars + 1, sizeof *vars) < 0)
+                goto out;
+            memset(&vars[nvars], 0, sizeof *vars);
+            vars[nvars].addr = ev.addr;
+            *ix = nvars++;
+        }
+        if (var_add(&vars[*ix], &ev) < 0)
+            goto out;
+    }
+    if (r < 0)
+        goto out;
+
+    print_header(t, out);
+    print_threads(s, (const uint64_t(*)[3])rw, out);
+    print_vars(vars, nvars, syms, out);
+    rc = ferror(out) ? -1 : 0;
+out:
+    for (size_t i = 0; i < nvars; i++) {
+        for (size_t k = 0; k < vars[i].nper; k++)
+            free(vars[i].per[k].letters);
+        free(vars[i].per);
+        free(vars[i].at);
+    }
+    free(vars);
+    trc_addrmap_free(&owners);
+    trc_addrmap_free(&index);
+    free(rw);
+    return rc;
+}

@@ -1,0 +1,164 @@
+/* Internal pieces of the trace library shared by the writer, the merge, the
+ * reader and the views. Nothing here is part of the public contract; the
+ * byte layout it implements is documented in docs/trace-format.md. */
+#ifndef WEFT_TRACE_INTERNAL_H
+#define WEFT_TRACE_INTERNAL_H
+
+#include "weft/trace.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Magics: 8-byte ones open a file or section, 4-byte ones open a block. */
+#define TRC_MAGIC "WEFTTRC\0"
+#define SPOOL_MAGIC "WEFTSPL\0"
+#define FOOTER_MAGIC "WEFTSUM\0"
+#define TRAILER_MAGIC "WEFTEND\0"
+#define BLOCK_MAGIC 0x4b4c4257u /* "WBLK" little-endian */
+#define CHUNK_MAGIC 0x4b484357u /* "WCHK" little-endian */
+
+#define BLOCK_HDR_SIZE 24 /* magic, count, payload_len, base_time, crc */
+#define CHUNK_HDR_SIZE 28 /* magic, thread, count, payload_len, base_time, crc */
+#define TRAILER_SIZE 16   /* footer offset, magic */
+#define FOOTER_FIXED 56   /* footer without the thread records */
+#define FOOTER_THREAD 56  /* one thread record */
+
+/* The writer cuts blocks and spool chunks at this many events; readers accept
+ * up to BLOCK_MAX_EVENTS so the bound on their buffers is explicit. */
+#define BLOCK_EVENTS 4096
+#define BLOCK_MAX_EVENTS 65536
+/* Worst case bytes of one encoded record: kind byte, thread varint (5), time
+ * varint (10), size (1), flags varint (3), two zigzag varints (10 each). */
+#define REC_MAX 40
+#define PAYLOAD_MAX ((size_t)BLOCK_MAX_EVENTS * REC_MAX)
+
+/* ---- little-endian fields ---- */
+static inline void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint32_t get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+static inline uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+uint32_t trc_crc32(uint32_t crc, const void *data, size_t n);
+
+/* printf into a caller's error buffer (NULL/0 allowed). */
+void trc_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- event records ----
+ * Delta state of one block or chunk: the previous record's time and thread,
+ * and per thread the previous address and pc. Slots are reset lazily with a
+ * generation number so starting a block costs O(1) whatever the thread count. */
+typedef struct trc_delta {
+    uint64_t time;
+    uint32_t thread;
+    uint32_t gen;
+    uint32_t nslots;
+    bool single; /* spool chunk: one thread, slot 0 */
+    uint32_t *slot_gen;
+    uint64_t *prev_addr, *prev_pc;
+} trc_delta;
+
+/* nslots = number of thread ids the records may carry; single = one thread. */
+int trc_delta_init(trc_delta *d, uint32_t nslots, bool single);
+void trc_delta_free(trc_delta *d);
+void trc_delta_reset(trc_delta *d, uint64_t base_time, uint32_t thread);
+/* Encode one event (its thread must be < nslots); returns bytes written (<= REC_MAX). */
+size_t trc_rec_encode(trc_delta *d, uint8_t *out, const weft_event *ev);
+/* Decode one event; returns bytes consumed or 0 if malformed (reason in *why). */
+size_t trc_rec_decode(trc_delta *d, const uint8_t *p, const uint8_t *end, weft_event *ev,
+                      const char **why);
+
+/* ---- header (trace and spool share it, only the magic differs) ---- */
+/* Encode meta into a malloc'd buffer; returns its length or 0 on overflow. */
+size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint8_t **out);
+/* Parse a complete header buffer (length already checked against header_len).
+ * Returns 0 or -1 with a reason (no path) in why. */
+int trc_header_parse(const uint8_t *buf, size_t len, weft_trace_meta *m, char *why, size_t whylen);
+int trc_meta_copy(weft_trace_meta *dst, const weft_trace_meta *src);
+void trc_meta_free(weft_trace_meta *m);
+
+/* ---- footer ---- */
+size_t trc_footer_encode(const weft_trace_summary *s, uint64_t nevents, uint64_t nblocks,
+                         uint8_t **out);
+
+/* ---- output file with checked writes ---- */
+typedef struct trc_out {
+    int fd;
+    uint64_t off;
+    size_t n;
+    int err; /* first errno, sticky */
+    uint8_t buf[1 << 16];
+} trc_out;
+void trc_out_write(trc_out *o, const void *p, size_t n);
+void trc_out_flush(trc_out *o);
+/* Full write with EINTR/partial handling; returns 0 or errno. */
+int trc_write_all(int fd, const void *p, size_t n);
+/* Full positional read; returns bytes read (short only at EOF) or -1. */
+ssize_t trc_pread_all(int fd, void *p, size_t n, uint64_t off);
+
+/* ---- spool index and merge (trace_merge.c) ---- */
+typedef struct trc_chunk {
+    uint64_t off; /* of the chunk header in the spool */
+    uint32_t count, len;
+    uint64_t base_time;
+} trc_chunk;
+
+typedef struct trc_thread_chunks {
+    trc_chunk *v;
+    size_t n, cap;
+    uint64_t last_time; /* time of the thread's last appended event */
+    uint64_t events;
+} trc_thread_chunks;
+
+typedef struct trc_spool_index {
+    trc_thread_chunks *threads;
+    uint32_t nthreads;
+} trc_spool_index;
+
+int trc_index_add(trc_spool_index *ix, uint32_t thread, const trc_chunk *c);
+void trc_index_free(trc_spool_index *ix);
+
+/* Merge the spool's chunks into the canonical trace at path (via a tmp file
+ * and rename). summary may be NULL (thread table rebuilt from events);
+ * add_flags are or-ed into the summary flags. Returns 0 or -1 (err). */
+int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
+                       const weft_trace_meta *meta, const trc_spool_index *ix,
+                       const weft_trace_summary *summary, uint32_t add_flags, bool salvage,
+                       int32_t exit_status, char *err, size_t errlen);
+
+/* ---- address-keyed hash map (trace_addrmap.c) ---- */
+typedef struct trc_addrmap {
+    uint64_t *keys;
+    uint64_t *vals;
+    uint8_t *used;
+    size_t cap, n;
+} trc_addrmap;
+/* Returns a pointer to the value slot for key, inserting 0 if absent
+ * (*inserted set accordingly); NULL on allocation failure. The pointer is
+ * valid until the next insertion. */
+uint64_t *trc_addrmap_get(trc_addrmap *m, uint64_t key, bool *inserted);
+uint64_t *trc_addrmap_find(const trc_addrmap *m, uint64_t key);
+void trc_addrmap_free(trc_addrmap *m);
+
+#endif

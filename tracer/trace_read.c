@@ -1,0 +1,442 @@
+/* The trace reader: validates the file's frame at open (header, trailer,
+ * footer, block chain) and then streams events one block at a time, so
+ * memory does not grow with the trace. Block checksums are verified as the
+ * blocks are read. */
+#include "trace_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define HEADER_MAX (1u << 24)
+
+struct weft_trace {
+    char *path;
+    int fd;
+    uint64_t size;
+    uint32_t header_len;
+    uint64_t footer_off;
+    weft_trace_meta meta;
+    weft_trace_summary summary;
+    uint64_t nevents, nblocks;
+    /* iteration */
+    uint64_t off;   /* next block */
+    weft_event *ev; /* the decoded current block */
+    uint32_t nev, pos, ev_cap;
+    uint8_t *blk;
+    size_t blk_cap;
+    trc_delta d;
+    uint64_t *seq; /* per thread */
+    uint64_t last_time;
+    uint32_t last_thread;
+    bool any, failed;
+    char err[512];
+};
+
+static void trace_free(weft_trace *t)
+{
+    if (t->fd >= 0)
+        close(t->fd);
+    trc_meta_free(&t->meta);
+    trc_delta_free(&t->d);
+    free(t->summary.threads);
+    free(t->ev);
+    free(t->blk);
+    free(t->seq);
+    free(t->path);
+    free(t);
+}
+
+static weft_trace *open_fail(weft_trace *t, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static weft_trace *open_fail(weft_trace *t, char *err, size_t errlen, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    trc_seterr(err, errlen, "%s: %s", t->path, msg);
+    trace_free(t);
+    return NULL;
+}
+
+static int read_at(weft_trace *t, void *buf, size_t n, uint64_t off)
+{
+    return trc_pread_all(t->fd, buf, n, off) == (ssize_t)n ? 0 : -1;
+}
+
+static int parse_footer(weft_trace *t, const uint8_t *f, size_t len, char *why, size_t wl)
+{
+    if (memcmp(f, FOOTER_MAGIC, 8) != 0) {
+        trc_seterr(why, wl, "corrupt footer (bad magic)");
+        return -1;
+    }
+    if (trc_crc32(0, f, len - 4) != get_u32(f + len - 4)) {
+        trc_seterr(why, wl, "corrupt footer (checksum mismatch)");
+        return -1;
+    }
+    weft_trace_summary *s = &t->summary;
+    s->flags = get_u32(f + 8);
+    s->exit_status = (int32_t)get_u32(f + 12);
+    s->stall_escapes = get_u64(f + 16);
+    s->makespan = get_u64(f + 24);
+    t->nevents = get_u64(f + 32);
+    t->nblocks = get_u64(f + 40);
+    s->nthreads = get_u32(f + 48);
+    if (s->nthreads > WEFT_TRACE_MAX_THREADS ||
+        len != FOOTER_FIXED + (size_t)s->nthreads * FOOTER_THREAD) {
+        trc_seterr(why, wl, "corrupt footer (thread count %u does not match its length)",
+                   s->nthreads);
+        return -1;
+    }
+    s->threads = calloc(s->nthreads ? s->nthreads : 1, sizeof *s->threads);
+    t->seq = calloc(s->nthreads ? s->nthreads : 1, sizeof *t->seq);
+    if (!s->threads || !t->seq) {
+        trc_seterr(why, wl, "out of memory");
+        return -1;
+    }
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        const uint8_t *p = f + 52 + (size_t)i * FOOTER_THREAD;
+        weft_trace_thread *th = &s->threads[i];
+        th->id = get_u32(p);
+        th->parent = get_u32(p + 4);
+        th->tid = get_u64(p + 8);
+        th->start_time = get_u64(p + 16);
+        th->end_time = get_u64(p + 24);
+        th->events = get_u64(p + 32);
+        th->insns = get_u64(p + 40);
+        th->exited = get_u32(p + 48);
+        th->exit_code = (int32_t)get_u32(p + 52);
+        if (th->id != i) {
+            trc_seterr(why, wl, "corrupt footer (thread %u has id %u)", i, th->id);
+            return -1;
+        }
+        sum += th->events;
+    }
+    if (sum != t->nevents) {
+        trc_seterr(why, wl, "corrupt footer (threads hold %llu events, total says %llu)",
+                   (unsigned long long)sum, (unsigned long long)t->nevents);
+        return -1;
+    }
+    return 0;
+}
+
+/* Walk the block headers once so that a damaged or cut block chain is
+ * reported at open, not halfway through an analysis. */
+static int check_blocks(weft_trace *t, char *why, size_t wl)
+{
+    uint64_t off = t->header_len, events = 0, blocks = 0;
+    while (off < t->footer_off) {
+        uint8_t h[BLOCK_HDR_SIZE];
+        if (off + BLOCK_HDR_SIZE > t->footer_off || read_at(t, h, sizeof h, off) < 0) {
+            trc_seterr(why, wl, "corrupt block at offset %llu (cut short)",
+                       (unsigned long long)off);
+            return -1;
+        }
+        uint32_t count = get_u32(h + 4), len = get_u32(h + 8);
+        if (get_u32(h) != BLOCK_MAGIC) {
+            trc_seterr(why, wl, "corrupt block at offset %llu (bad magic)",
+                       (unsigned long long)off);
+            return -1;
+        }
+        if (count == 0 || count > BLOCK_MAX_EVENTS || len > PAYLOAD_MAX ||
+            off + BLOCK_HDR_SIZE + len > t->footer_off) {
+            trc_seterr(why, wl, "corrupt block at offset %llu (bad length)",
+                       (unsigned long long)off);
+            return -1;
+        }
+        off += BLOCK_HDR_SIZE + (uint64_t)len;
+        events += count;
+        blocks++;
+    }
+    if (events != t->nevents || blocks != t->nblocks) {
+        trc_seterr(why, wl, "corrupt (blocks hold %llu events, footer says %llu)",
+                   (unsigned long long)events, (unsigned long long)t->nevents);
+        return -1;
+    }
+    return 0;
+}
+
+weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
+{
+    if (!path) {
+        trc_seterr(err, errlen, "weft_trace_open: no path");
+        return NULL;
+    }
+    weft_trace *t = calloc(1, sizeof *t);
+    if (!t || !(t->path = strdup(path))) {
+        free(t);
+        trc_seterr(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    t->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (t->fd < 0)
+        return open_fail(t, err, errlen, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(t->fd, &st) < 0)
+        return open_fail(t, err, errlen, "cannot stat: %s", strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return open_fail(t, err, errlen, "is a directory, not a trace");
+    t->size = (uint64_t)st.st_size;
+    if (t->size == 0)
+        return open_fail(t, err, errlen, "empty file, not a trace");
+
+    uint8_t fixed[16] = {0};
+    size_t got = t->size < sizeof fixed ? (size_t)t->size : sizeof fixed;
+    if (read_at(t, fixed, got, 0) < 0)
+        return open_fail(t, err, errlen, "read failed: %s", strerror(errno));
+    if (got >= 8 && memcmp(fixed, SPOOL_MAGIC, 8) == 0)
+        return open_fail(t, err, errlen,
+                         "is the spool of an unfinished run, not a trace (salvage it first)");
+    if (memcmp(fixed, TRC_MAGIC, got < 8 ? got : 8) != 0)
+        return open_fail(t, err, errlen, "not a weft trace (bad magic)");
+    if (got < sizeof fixed)
+        return open_fail(t, err, errlen, "truncated header (file is %llu bytes)",
+                         (unsigned long long)t->size);
+    uint32_t version = get_u32(fixed + 8);
+    if (version > WEFT_TRACE_VERSION)
+        return open_fail(t, err, errlen,
+                         "trace format version %u is newer than this weft supports (%d)", version,
+                         WEFT_TRACE_VERSION);
+    if (version == 0)
+        return open_fail(t, err, errlen, "unsupported trace format version 0");
+    t->header_len = get_u32(fixed + 12);
+    if (t->header_len < 20 || t->header_len > HEADER_MAX)
+        return open_fail(t, err, errlen, "corrupt header (length %u)", t->header_len);
+    if (t->header_len > t->size)
+        return open_fail(t, err, errlen, "truncated header (%u bytes, file is %llu)", t->header_len,
+                         (unsigned long long)t->size);
+    uint8_t *hdr = malloc(t->header_len);
+    if (!hdr || read_at(t, hdr, t->header_len, 0) < 0) {
+        free(hdr);
+        return open_fail(t, err, errlen, "cannot read header: %s",
+                         hdr ? strerror(errno) : "out of memory");
+    }
+    char why[300];
+    int hr = trc_header_parse(hdr, t->header_len, &t->meta, why, sizeof why);
+    free(hdr);
+    if (hr < 0)
+        return open_fail(t, err, errlen, "%s", why);
+
+    /* The trailer is written last, so a missing one means the write was cut. */
+    uint8_t tr[TRAILER_SIZE];
+    if (t->size < (uint64_t)t->header_len + FOOTER_FIXED + TRAILER_SIZE ||
+        read_at(t, tr, sizeof tr, t->size - TRAILER_SIZE) < 0 ||
+        memcmp(tr + 8, TRAILER_MAGIC, 8) != 0)
+        return open_fail(t, err, errlen, "truncated (no trailer at the end of its %llu bytes)",
+                         (unsigned long long)t->size);
+    t->footer_off = get_u64(tr);
+    if (t->footer_off < t->header_len || t->footer_off > t->size - TRAILER_SIZE - FOOTER_FIXED)
+        return open_fail(t, err, errlen, "corrupt trailer (footer offset %llu)",
+                         (unsigned long long)t->footer_off);
+    size_t flen = (size_t)(t->size - TRAILER_SIZE - t->footer_off);
+    if (flen > FOOTER_FIXED + (size_t)WEFT_TRACE_MAX_THREADS * FOOTER_THREAD)
+        return open_fail(t, err, errlen, "corrupt trailer (footer of %zu bytes)", flen);
+    uint8_t *foot = malloc(flen);
+    if (!foot || read_at(t, foot, flen, t->footer_off) < 0) {
+        free(foot);
+        return open_fail(t, err, errlen, "cannot read footer");
+    }
+    int fr = parse_footer(t, foot, flen, why, sizeof why);
+    free(foot);
+    if (fr < 0 || check_blocks(t, why, sizeof why) < 0)
+        return open_fail(t, err, errlen, "%s", why);
+
+    if (trc_delta_init(&t->d, t->summary.nthreads, false) < 0)
+        return open_fail(t, err, errlen, "out of memory");
+    weft_trace_rewind(t);
+    return t;
+}
+
+static int next_fail(weft_trace *t, uint64_t off, const char *what)
+{
+    snprintf(t->err, sizeof t->err, "%s: corrupt block at offset %llu (%s)", t->path,
+             (unsigned long long)off, what);
+    t->failed = true;
+    return -1;
+}
+
+static int load_block(weft_trace *t)
+{
+    uint64_t off = t->off;
+    uint8_t h[BLOCK_HDR_SIZE];
+    if (read_at(t, h, sizeof h, off) < 0)
+        return next_fail(t, off, "cannot read header");
+    uint32_t count = get_u32(h + 4), len = get_u32(h + 8);
+    /* Re-check: the file may have changed since open. */
+    if (get_u32(h) != BLOCK_MAGIC || count == 0 || count > BLOCK_MAX_EVENTS || len > PAYLOAD_MAX ||
+        off + BLOCK_HDR_SIZE + len > t->footer_off)
+        return next_fail(t, off, "bad header");
+    if (len > t->blk_cap) {
+        uint8_t *b = realloc(t->blk, len);
+        if (!b)
+            return next_fail(t, off, "out of memory");
+        t->blk = b;
+        t->blk_cap = len;
+    }
+    if (read_at(t, t->blk, len, off + BLOCK_HDR_SIZE) < 0)
+        return next_fail(t, off, "cut short");
+    if (trc_crc32(trc_crc32(0, h, 20), t->blk, len) != get_u32(h + 20))
+        return next_fail(t, off, "checksum mismatch");
+    if (count > t->ev_cap) {
+        weft_event *v = realloc(t->ev, count * sizeof *v);
+        if (!v)
+            return next_fail(t, off, "out of memory");
+        t->ev = v;
+        t->ev_cap = count;
+    }
+    trc_delta_reset(&t->d, get_u64(h + 12), 0);
+    const uint8_t *p = t->blk, *end = t->blk + len;
+    for (uint32_t i = 0; i < count; i++) {
+        const char *why = NULL;
+        weft_event *ev = &t->ev[i];
+        size_t n = trc_rec_decode(&t->d, p, end, ev, &why);
+        if (!n)
+            return next_fail(t, off, why);
+        p += n;
+        /* Canonical order is part of the format: (time, thread) never decreases. */
+        if (t->any &&
+            (ev->time < t->last_time || (ev->time == t->last_time && ev->thread < t->last_thread)))
+            return next_fail(t, off, "events out of order");
+        t->any = true;
+        t->last_time = ev->time;
+        t->last_thread = ev->thread;
+    }
+    if (p != end)
+        return next_fail(t, off, "trailing bytes");
+    t->nev = count;
+    t->pos = 0;
+    t->off = off + BLOCK_HDR_SIZE + len;
+    return 0;
+}
+
+int weft_trace_next(weft_trace *t, weft_event *ev)
+{
+    if (t->failed)
+        return -1;
+    while (t->pos == t->nev) {
+        if (t->off >= t->footer_off)
+            return 0;
+        if (load_block(t) < 0)
+            return -1;
+    }
+    *ev = t->ev[t->pos++];
+    ev->seq = t->seq[ev->thread]++;
+    return 1;
+}
+
+void weft_trace_rewind(weft_trace *t)
+{
+    t->off = t->header_len;
+    t->nev = t->pos = 0;
+    t->any = false;
+    t->failed = false;
+    t->err[0] = 0;
+    memset(t->seq, 0, (t->summary.nthreads ? t->summary.nthreads : 1) * sizeof *t->seq);
+}
+
+const weft_trace_meta *weft_trace_get_meta(const weft_trace *t)
+{
+    return &t->meta;
+}
+
+const weft_trace_summary *weft_trace_get_summary(const weft_trace *t)
+{
+    return &t->summary;
+}
+
+uint64_t weft_trace_event_count(const weft_trace *t)
+{
+    return t->nevents;
+}
+
+const char *weft_trace_error(const weft_trace *t)
+{
+    return t->err;
+}
+
+const char *weft_trace_path(const weft_trace *t)
+{
+    return t->path;
+}
+
+void weft_trace_close(weft_trace *t)
+{
+    if (t)
+        trace_free(t);
+}
+
+int weft_trace_set_outcome(const char *path, uint32_t flags, int32_t exit_status, char *err,
+                           size_t errlen)
+{
+    /* Validate the whole frame first so a damaged file is reported, not patched. */
+    weft_trace *t = weft_trace_open(path, err, errlen);
+    if (!t)
+        return -1;
+    uint64_t off = t->footer_off;
+    size_t len = (size_t)(t->size - TRAILER_SIZE - off);
+    weft_trace_close(t);
+    int rc = -1;
+    uint8_t *foot = malloc(len);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (!foot || fd < 0) {
+        trc_seterr(err, errlen, "%s: cannot open for update: %s", path,
+                   foot ? strerror(errno) : "out of memory");
+        goto out;
+    }
+    if (trc_pread_all(fd, foot, len, off) != (ssize_t)len) {
+        trc_seterr(err, errlen, "%s: cannot read footer: %s", path, strerror(errno));
+        goto out;
+    }
+    put_u32(foot + 8, get_u32(foot + 8) | flags);
+    put_u32(foot + 12, (uint32_t)exit_status);
+    put_u32(foot + len - 4, trc_crc32(0, foot, len - 4));
+    /* One write of the whole footer: it is small (56 bytes per thread), so
+     * in practice it lands at once; the trace is never rewritten. */
+    ssize_t w = pwrite(fd, foot, len, (off_t)off);
+    if (w != (ssize_t)len || fsync(fd) < 0) {
+        trc_seterr(err, errlen, "%s: cannot update footer: %s", path,
+                   w < 0 || w == (ssize_t)len ? strerror(errno) : "short write");
+        goto out;
+    }
+    rc = 0;
+out:
+    if (fd >= 0 && close(fd) < 0 && rc == 0) {
+        trc_seterr(err, errlen, "%s: cannot update footer: %s", path, strerror(errno));
+        rc = -1;
+    }
+    free(foot);
+    return rc;
+}
+
+static const char *const kind_names[WEFT_EV_KIND_COUNT] = {
+    [WEFT_EV_READ] = "read",
+    [WEFT_EV_WRITE] = "write",
+    [WEFT_EV_RMW] = "rmw",
+    [WEFT_EV_THREAD_START] = "thread_start",
+    [WEFT_EV_THREAD_EXIT] = "thread_exit",
+    [WEFT_EV_FUTEX_WAIT] = "futex_wait",
+    [WEFT_EV_FUTEX_WAKE] = "futex_wake",
+    [WEFT_EV_SYSCALL] = "syscall",
+    [WEFT_EV_DELAY] = "delay",
+};
+
+const char *weft_event_kind_name(uint8_t kind)
+{
+    return kind < WEFT_EV_KIND_COUNT && kind_names[kind] ? kind_names[kind] : "unknown";
+}
+
+int weft_event_is_access(uint8_t kind)
+{
+    return kind == WEFT_EV_READ || kind == WEFT_EV_WRITE || kind == WEFT_EV_RMW;
+}
+
+int weft_event_writes(uint8_t kind)
+{
+    return kind == WEFT_EV_WRITE || kind == WEFT_EV_RMW;
+}

@@ -1,0 +1,251 @@
+/* The trace writer used by the QEMU plugin.
+ *
+ * Events never accumulate in memory: every append is encoded into spool
+ * chunks (one thread, delta-encoded, checksummed) and written to
+ * `path`.spool under a mutex, in arrival order. Only a small index of the
+ * chunks stays in memory. finish() merges the per-thread chunk lists into
+ * canonical order (trace_merge.c), so the file depends on each thread's
+ * stream and not on how the host threads interleaved their appends. */
+#include "trace_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct weft_trace_writer {
+    char *path, *spool_path;
+    int fd;
+    uint64_t off; /* end of the spool */
+    pthread_mutex_t lock;
+    weft_trace_meta meta;
+    trc_spool_index ix;
+    bool failed; /* sticky: the first error is reported by finish */
+    char errmsg[512];
+};
+
+static char *path_with_suffix(const char *path, const char *suffix)
+{
+    size_t n = strlen(path) + strlen(suffix) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s%s", path, suffix);
+    return s;
+}
+
+static void writer_free(weft_trace_writer *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    trc_meta_free(&w->meta);
+    trc_index_free(&w->ix);
+    pthread_mutex_destroy(&w->lock);
+    free(w->path);
+    free(w->spool_path);
+    free(w);
+}
+
+weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_meta *meta, char *err,
+                                          size_t errlen)
+{
+    if (!path || !*path || !meta) {
+        trc_seterr(err, errlen, "weft_trace_writer_open: no path or meta");
+        return NULL;
+    }
+    weft_trace_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        trc_seterr(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    w->fd = -1;
+    pthread_mutex_init(&w->lock, NULL);
+    w->path = strdup(path);
+    w->spool_path = path_with_suffix(path, ".spool");
+    if (!w->path || !w->spool_path || trc_meta_copy(&w->meta, meta) < 0) {
+        trc_seterr(err, errlen, "%s: out of memory", path);
+        writer_free(w);
+        return NULL;
+    }
+    w->fd = open(w->spool_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (w->fd < 0) {
+        trc_seterr(err, errlen, "%s: cannot create: %s", w->spool_path, strerror(errno));
+        writer_free(w);
+        return NULL;
+    }
+    /* The spool starts with the meta so that salvage needs nothing else. */
+    uint8_t *hdr;
+    size_t hlen = trc_header_encode(&w->meta, SPOOL_MAGIC, &hdr);
+    if (!hlen) {
+        trc_seterr(err, errlen, "%s: trace header too large", path);
+        unlink(w->spool_path);
+        writer_free(w);
+        return NULL;
+    }
+    int e = trc_write_all(w->fd, hdr, hlen);
+    free(hdr);
+    if (e) {
+        trc_seterr(err, errlen, "%s: write failed: %s", w->spool_path, strerror(e));
+        unlink(w->spool_path);
+        writer_free(w);
+        return NULL;
+    }
+    w->off = hlen;
+    return w;
+}
+
+/* Record the first failure; later appends fail fast and finish reports it. */
+static int writer_fail(weft_trace_writer *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int writer_fail(weft_trace_writer *w, const char *fmt, ...)
+{
+    if (!w->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(w->errmsg, sizeof w->errmsg, fmt, ap);
+        va_end(ap);
+        w->failed = true;
+    }
+    return -1;
+}
+
+/* Check one append's events on their own (no lock needed). */
+static int check_events(weft_trace_writer *w, uint32_t thread, const weft_event *ev, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].kind >= WEFT_EV_KIND_COUNT || ev[i].size > 64) {
+            pthread_mutex_lock(&w->lock);
+            writer_fail(w, "%s: thread %u: invalid event (kind %u, size %u)", w->path, thread,
+                        ev[i].kind, ev[i].size);
+            pthread_mutex_unlock(&w->lock);
+            return -1;
+        }
+        if (i && ev[i].time < ev[i - 1].time) {
+            pthread_mutex_lock(&w->lock);
+            writer_fail(w, "%s: thread %u: event time %llu is before the previous event (%llu)",
+                        w->path, thread, (unsigned long long)ev[i].time,
+                        (unsigned long long)ev[i - 1].time);
+            pthread_mutex_unlock(&w->lock);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_event *events,
+                             size_t n)
+{
+    if (!w)
+        return -1;
+    if (n == 0)
+        return 0;
+    if (thread >= WEFT_TRACE_MAX_THREADS) {
+        pthread_mutex_lock(&w->lock);
+        writer_fail(w, "%s: thread id %u exceeds the limit (%u)", w->path, thread,
+                    WEFT_TRACE_MAX_THREADS);
+        pthread_mutex_unlock(&w->lock);
+        return -1;
+    }
+    if (check_events(w, thread, events, n) < 0)
+        return -1;
+
+    /* Encode outside the lock so appends of different threads overlap. */
+    size_t nchunks = (n + BLOCK_EVENTS - 1) / BLOCK_EVENTS;
+    uint8_t *buf = malloc(nchunks * CHUNK_HDR_SIZE + n * REC_MAX);
+    trc_chunk *chunks = malloc(nchunks * sizeof *chunks);
+    trc_delta d;
+    if (!buf || !chunks || trc_delta_init(&d, 1, true) < 0) {
+        free(buf);
+        free(chunks);
+        pthread_mutex_lock(&w->lock);
+        writer_fail(w, "%s: out of memory", w->path);
+        pthread_mutex_unlock(&w->lock);
+        return -1;
+    }
+    size_t len = 0;
+    for (size_t c = 0; c < nchunks; c++) {
+        size_t first = c * BLOCK_EVENTS;
+        size_t cnt = n - first < BLOCK_EVENTS ? n - first : BLOCK_EVENTS;
+        uint8_t *h = buf + len;
+        uint8_t *p = h + CHUNK_HDR_SIZE;
+        trc_delta_reset(&d, events[first].time, thread);
+        for (size_t i = 0; i < cnt; i++) {
+            /* The thread is the append's argument, whatever the events say. */
+            weft_event e = events[first + i];
+            e.thread = thread;
+            p += trc_rec_encode(&d, p, &e);
+        }
+        uint32_t plen = (uint32_t)(p - (h + CHUNK_HDR_SIZE));
+        put_u32(h, CHUNK_MAGIC);
+        put_u32(h + 4, thread);
+        put_u32(h + 8, (uint32_t)cnt);
+        put_u32(h + 12, plen);
+        put_u64(h + 16, events[first].time);
+        uint32_t crc = trc_crc32(0, h, 24);
+        put_u32(h + 24, trc_crc32(crc, h + CHUNK_HDR_SIZE, plen));
+        chunks[c] = (trc_chunk){
+            .off = len, .count = (uint32_t)cnt, .len = plen, .base_time = events[first].time};
+        len += CHUNK_HDR_SIZE + plen;
+    }
+    trc_delta_free(&d);
+
+    int rc = 0;
+    pthread_mutex_lock(&w->lock);
+    trc_thread_chunks *tc = thread < w->ix.nthreads ? &w->ix.threads[thread] : NULL;
+    if (w->failed) {
+        rc = -1;
+    } else if (tc && tc->events && events[0].time < tc->last_time) {
+        rc = writer_fail(w, "%s: thread %u: event time %llu is before the previous event (%llu)",
+                         w->path, thread, (unsigned long long)events[0].time,
+                         (unsigned long long)tc->last_time);
+    } else {
+        int e = trc_write_all(w->fd, buf, len);
+        if (e) {
+            rc = writer_fail(w, "%s: write failed: %s", w->spool_path, strerror(e));
+        } else {
+            for (size_t c = 0; c < nchunks && rc == 0; c++) {
+                chunks[c].off += w->off;
+                if (trc_index_add(&w->ix, thread, &chunks[c]) < 0)
+                    rc = writer_fail(w, "%s: out of memory", w->path);
+            }
+            w->off += len;
+            tc = &w->ix.threads[thread];
+            tc->last_time = events[n - 1].time;
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    free(buf);
+    free(chunks);
+    return rc;
+}
+
+int weft_trace_writer_finish(weft_trace_writer *w, const weft_trace_summary *summary, char *err,
+                             size_t errlen)
+{
+    if (!w) {
+        trc_seterr(err, errlen, "weft_trace_writer_finish: no writer");
+        return -1;
+    }
+    int rc;
+    if (w->failed) {
+        /* The spool stays: what reached it can still be salvaged. */
+        trc_seterr(err, errlen, "%s", w->errmsg);
+        rc = -1;
+    } else {
+        rc = trc_merge_to_trace(w->path, w->fd, w->spool_path, &w->meta, &w->ix, summary,
+                                WEFT_TRACE_COMPLETE, false, 0, err, errlen);
+        if (rc == 0)
+            unlink(w->spool_path);
+    }
+    writer_free(w);
+    return rc;
+}
+
+void weft_trace_writer_abort(weft_trace_writer *w)
+{
+    if (!w)
+        return;
+    unlink(w->spool_path);
+    writer_free(w);
+}
