@@ -1,0 +1,150 @@
+/* The ideal platform: one processing element (PE) per guest thread, a
+ * zero-latency crossbar and memory, an OS emulator that gives syscalls zero
+ * time and models blocking, and an arbiter that decides which PE may pass a
+ * synchronization point. It owns virtual time.
+ *
+ * Implemented in C++17 on SystemC/TLM-2.0; this is its only interface.
+ * Times are in cycles (instructions x cpi); the caller converts to ns.
+ *
+ * Threading: every function may be called from any host thread. The hot path
+ * (weft_platform_publish) is lock-free; everything else takes the platform
+ * lock, and only the lock holder steps the SystemC kernel. */
+#ifndef WEFT_PLATFORM_H
+#define WEFT_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weft_platform weft_platform;
+
+typedef struct weft_platform_config {
+    uint32_t max_pes; /* PE pool size, elaborated up front (SystemC cannot add modules later) */
+    uint64_t ps_per_cycle; /* picoseconds per cycle, for the SystemC clock */
+    uint32_t stall_ms;     /* give up waiting at a gate after this long without progress */
+} weft_platform_config;
+
+void weft_platform_config_default(weft_platform_config *cfg);
+
+/* Elaborates the SystemC model. One platform per process. NULL + err on failure. */
+weft_platform *weft_platform_create(const weft_platform_config *cfg, char *err, size_t errlen);
+void weft_platform_destroy(weft_platform *p);
+
+/* ---- OS emulator: threads ---------------------------------------------- */
+
+/* A thread was created by `parent` (-1 for the initial thread) at the
+ * parent's time `cycles`; it gets the next free PE (FIFO) and starts at that
+ * time. `clear_tid` is the CLONE_CHILD_CLEARTID word (0 if none): its futex
+ * is woken when the thread exits, which is how join is modelled.
+ * Returns the PE id (= thread index in creation order) or -1 if the pool is full. */
+int weft_platform_thread_create(weft_platform *p, int parent, uint64_t tid, uint64_t cycles,
+                                uint64_t clear_tid);
+/* The thread's first instruction: when replaying, wait until the policy
+ * lets it run. Returns the cycles at which it starts. */
+uint64_t weft_platform_thread_begin(weft_platform *p, int pe);
+/* sched_yield, nanosleep or a spin hint: the policy may demote the thread. */
+void weft_platform_yield(weft_platform *p, int pe);
+/* PE of a guest TID, or -1 if no such thread is known (yet). */
+int weft_platform_thread_by_tid(weft_platform *p, uint64_t tid);
+/* The thread called exit at `cycles`; wakes its clear_tid futex in the model. */
+void weft_platform_thread_exit(weft_platform *p, int pe, uint64_t cycles);
+uint32_t weft_platform_thread_count(weft_platform *p);
+uint64_t weft_platform_thread_start(weft_platform *p, int pe);
+uint64_t weft_platform_thread_tid(weft_platform *p, int pe);
+int weft_platform_thread_parent(weft_platform *p, int pe);
+
+/* ---- OS emulator: futexes ---------------------------------------------- */
+
+/* The thread entered FUTEX_WAIT on `uaddr` at `cycles`. It stays counted by
+ * the arbiter until the host thread is confirmed asleep in the kernel (so
+ * that wake order and EAGAIN outcomes follow virtual time, not host timing). */
+void weft_platform_futex_wait_enter(weft_platform *p, int pe, uint64_t uaddr, uint64_t cycles,
+                                    int host_tid);
+/* The wait returned. Returns the cycles at which the thread resumes:
+ * max(its own time, the waker's time) if the model woke it, else its own. */
+uint64_t weft_platform_futex_wait_return(weft_platform *p, int pe, uint64_t cycles);
+/* FUTEX_WAKE of up to n waiters on uaddr at `cycles`; returns how many the
+ * model woke (FIFO, like the kernel's queue for equal priorities). */
+int weft_platform_futex_wake(weft_platform *p, int pe, uint64_t uaddr, int n, uint64_t cycles);
+
+/* ---- arbiter ------------------------------------------------------------- */
+
+/* Lock-free: the PE has retired everything before `cycles`, so none of its
+ * future events can be earlier. Called at every translation block. */
+void weft_platform_publish(weft_platform *p, int pe, uint64_t cycles);
+
+typedef enum weft_gate_result {
+    WEFT_GATE_OK = 0,      /* the PE is first in virtual-time order: go */
+    WEFT_GATE_ESCAPED = 1, /* gave up after stall_ms without progress (counted) */
+    WEFT_GATE_EXITING = 2  /* the process is exiting: gating is off */
+} weft_gate_result;
+
+typedef enum weft_sync_kind {
+    WEFT_SYNC_ACCESS = 0, /* plain shared access (exact mode): ordered, not modelled in TLM */
+    WEFT_SYNC_ATOMIC = 1, /* atomic / exclusive / acquire-release access: a TLM transaction */
+    WEFT_SYNC_SYSCALL = 2 /* system call: a TLM transaction to the OS emulator */
+} weft_sync_kind;
+
+/* Block until the PE's event at `cycles` is first among all PEs that can
+ * still produce an event (ideal policy: smallest (time, PE id)) or, when
+ * replaying, until the policy gives the PE the token; then
+ * advance the SystemC kernel to that time and, for atomics and syscalls,
+ * issue the event as a transaction through the crossbar. `resume` gets the
+ * cycles at which the PE continues: `cycles`, or later if it was held back. */
+weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, uint64_t addr,
+                                    weft_sync_kind kind, uint64_t *resume);
+
+/* A syscall that may block indefinitely (read, wait4, ...): the PE stops
+ * being counted until syscall_return. Deterministic only if it returns
+ * without blocking; counted in stats as a released syscall. */
+void weft_platform_syscall_release(weft_platform *p, int pe, uint64_t cycles);
+uint64_t weft_platform_syscall_return(weft_platform *p, int pe, uint64_t cycles);
+
+/* ---- replay ---------------------------------------------------------------- */
+
+struct pct_policy;
+/* Let a policy from pct/ decide who runs (before any thread exists).
+ * parallel_set: PPCT's allowed set runs one at a time in virtual-time order.
+ * Returns 0, or -1 if threads exist already. */
+int weft_platform_set_policy(weft_platform *p, struct pct_policy *policy, int parallel_set);
+uint64_t weft_platform_handoffs(weft_platform *p);
+/* Start of a block: a replayed PE that does not hold the token waits here
+ * (it may have been let out of a gate so qemu could run an exclusive
+ * section). Returns the cycles at which it continues. */
+uint64_t weft_platform_await_turn(weft_platform *p, int pe, uint64_t cycles);
+/* The syscall the PE's last syscall gate let through has returned. */
+void weft_platform_syscall_done(weft_platform *p, int pe);
+
+/* exit_group or fatal signal: stop gating forever so qemu's exclusive
+ * sections can run. */
+void weft_platform_exiting(weft_platform *p);
+int weft_platform_is_exiting(weft_platform *p);
+
+/* Watchdog step (called periodically from a host thread): confirms futex
+ * sleepers, and reports a deadlock: returns 1 when every live thread is
+ * blocked in a futex wait and none can be woken. */
+int weft_platform_check_deadlock(weft_platform *p);
+/* One line per blocked thread: "T<i> (tid N) waits on futex 0x... since <cycles>". */
+size_t weft_platform_describe_blocked(weft_platform *p, char *buf, size_t len);
+/* Futex word the thread is blocked on, or 0. */
+uint64_t weft_platform_blocked_on(weft_platform *p, int pe);
+
+typedef struct weft_platform_stats {
+    uint64_t gates;        /* gate calls */
+    uint64_t gate_waits;   /* gate calls that had to wait */
+    uint64_t escapes;      /* stall escapes */
+    uint64_t kernel_steps; /* sc_start calls */
+    uint64_t transactions; /* TLM transactions through the crossbar */
+    uint64_t released_syscalls;
+    uint64_t exclusive_yields; /* waits left so qemu could run an exclusive section */
+    uint64_t sc_time_ps;       /* SystemC time at the last step */
+} weft_platform_stats;
+void weft_platform_get_stats(weft_platform *p, weft_platform_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,96 @@
+// The platform's shared state: PE slots, the OS emulator's thread and futex
+// tables, and the two arbiters (ideal virtual-time order in platform.cpp,
+// policy-driven replay in replay.cpp). Private to platform/.
+#pragma once
+
+#include "model.h"
+#include "weft/platform.h"
+#include "weft/pct.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace weft
+{
+
+enum PeState : int {
+    FREE,
+    RUNNING,
+    FUTEX_ENTERING, // in FUTEX_WAIT, not yet seen asleep in the kernel: still counted
+    BLOCKED,        // asleep in FUTEX_WAIT: not counted until the model wakes it
+    RELEASED,       // in a syscall that may block indefinitely: not counted
+    EXITING,        // called exit; counted until its host thread is gone
+    EXITED
+};
+
+struct Slot {
+    std::atomic<uint64_t> bound{0};
+    std::atomic<int> state{FREE};
+    // Guarded by the platform lock.
+    uint64_t tid = 0, start = 0, clear_tid = 0;
+    int parent = -1;
+    int host_tid = 0;
+    uint64_t futex = 0, wait_at = 0, woken_at = 0, block_seq = 0;
+    bool woken = false;
+    std::atomic<uint64_t> last_probe_ns{0};
+    // Replay: the arbiter lets this PE run, resuming at `grant_at` cycles.
+    std::atomic<uint32_t> granted{0};
+    uint64_t grant_at = 0;
+    std::atomic<int> in_syscall{0}; // between a syscall gate and its return
+    std::atomic<int> waiting{0};    // sleeping in one of our gates, not in qemu
+};
+
+uint64_t now_ns();
+// Scheduler state letter of a host thread from /proc: 'S' asleep, 'R'
+// running, 'Z' zombie, 0 if the thread is gone.
+char host_thread_state(int tid);
+
+} // namespace weft
+
+struct weft_platform {
+    weft_platform_config cfg;
+    std::mutex mu;
+    std::unique_ptr<weft::Slot[]> slots;
+    std::atomic<uint32_t> count{0};
+    std::atomic<int> exiting{0};
+    std::atomic<uint64_t> progress{0};
+    std::unordered_map<uint64_t, int> by_tid;
+    uint64_t block_seq = 0;
+    std::unique_ptr<weft::Top> top;
+    std::atomic<uint64_t> gates{0}, gate_waits{0}, escapes{0}, kernel_steps{0}, released{0};
+    std::atomic<uint64_t> exclusive_yields{0};
+    uint64_t deadlock_seen = 0;
+
+    // Replay (a policy from pct/ decides who runs; see replay.cpp).
+    pct_policy *policy = nullptr;
+    bool parallel_set = false;   // ppct: run the allowed set in virtual-time order
+    std::atomic<int> holder{-1}; // PE allowed to run; -1 while deciding
+    uint64_t last_step_cycles = 0;
+    uint64_t handoffs = 0;
+
+    void step_kernel_to(uint64_t cycles);
+    void probe(int q);
+    static bool counted(int st)
+    {
+        return st == weft::RUNNING || st == weft::FUTEX_ENTERING || st == weft::EXITING;
+    }
+    int blocker(int pe, uint64_t t);
+    int futex_wake_locked(uint64_t uaddr, int n, uint64_t cycles);
+
+    // replay.cpp
+    bool replaying() const
+    {
+        return policy != nullptr;
+    }
+    void policy_state_changed_locked(int pe, int new_state);
+    void reschedule_locked();
+    weft_gate_result wait_for_grant(int pe, uint64_t *resume);
+    bool holder_stuck_in_qemu(int h);
+    uint64_t take_turn(int pe, uint64_t cycles);
+    weft_gate_result policy_gate(int pe, uint64_t cycles, uint64_t *resume);
+    void grant_locked(int pe, uint64_t at);
+    void release_all_waiters();
+};

@@ -1,0 +1,261 @@
+// The replay arbiter: a policy from pct/ (PCT, PPCT, RPro, random) decides
+// which PE holds the token. Only the holder executes guest code; the others
+// wait at their next schedule point. Blocking and exit are "limbo" states:
+// the holder keeps the token until the host thread is seen asleep in the
+// kernel (or gone), so that whatever happens next follows the policy's
+// decisions and not host timing, and the same seed replays the same run.
+#include "platform_internal.h"
+
+#include <algorithm>
+#include <climits>
+#include <ctime>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace weft;
+
+namespace
+{
+
+void futex_wake_word(std::atomic<uint32_t> *w)
+{
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(w), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+            nullptr, 0);
+}
+
+void futex_wait_word(std::atomic<uint32_t> *w, uint32_t val, long ns)
+{
+    timespec ts = {0, ns};
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(w), FUTEX_WAIT_PRIVATE, val, &ts, nullptr, 0);
+}
+
+} // namespace
+
+void weft_platform::policy_state_changed_locked(int pe, int st)
+{
+    int old = slots[pe].state.exchange(st);
+    progress++;
+    if (!policy || old == st)
+        return;
+    switch (st) {
+    case BLOCKED:
+    case RELEASED:
+        pct_thread_blocked(policy, pe);
+        break;
+    case EXITED:
+        pct_thread_exited(policy, pe);
+        break;
+    case RUNNING:
+        if (old == BLOCKED || old == RELEASED)
+            pct_thread_enabled(policy, pe);
+        break;
+    default: // FUTEX_ENTERING, EXITING: limbo, the thread keeps the token
+        break;
+    }
+    if ((st == BLOCKED || st == RELEASED || st == EXITED) && holder.load() == pe)
+        holder.store(-1);
+    if (holder.load() < 0)
+        reschedule_locked();
+}
+
+void weft_platform::grant_locked(int pe, uint64_t at)
+{
+    Slot &s = slots[pe];
+    s.grant_at = at;
+    s.granted.store(1);
+    futex_wake_word(&s.granted);
+}
+
+void weft_platform::reschedule_locked()
+{
+    int h = holder.load();
+    if (h >= 0) {
+        int st = slots[h].state.load();
+        if (st == FUTEX_ENTERING || st == EXITING)
+            return; // limbo: decide once the host thread has settled
+    }
+    pct_tid allowed[64];
+    size_t n = pct_policy_next(policy, allowed, 64);
+    if (n == 0) {
+        holder.store(-1); // nothing enabled: deadlock or all in syscalls
+        return;
+    }
+    int c = int(allowed[0]);
+    if (parallel_set) {
+        // PPCT's high set may all run: here one at a time, in virtual-time order.
+        for (size_t i = 1; i < n; i++) {
+            int q = int(allowed[i]);
+            if (slots[q].bound.load() < slots[c].bound.load())
+                c = q;
+        }
+    }
+    if (c == h)
+        return;
+    handoffs++;
+    // A thread the policy held back resumes no earlier than the moment it is
+    // released, as on a machine where it really waited. PPCT's high set runs
+    // in parallel, so its members keep their own time.
+    uint64_t at = slots[c].bound.load();
+    bool held_back = true;
+    if (parallel_set) {
+        pct_thread_info info;
+        held_back = pct_policy_thread_info(policy, c, &info) == 0 && info.in_low_set;
+    }
+    if (held_back)
+        at = std::max(at, last_step_cycles);
+    // The grant is visible before the new holder: a PE that sees itself as
+    // holder always finds its grant (and the time it carries) waiting.
+    grant_locked(c, at);
+    holder.store(c);
+}
+
+// The holder runs guest code ('R') or sits in a syscall we know of. Asleep
+// outside a syscall means qemu parked it in start_exclusive (tb_flush after
+// the first clone, an atomic qemu can only do alone, fork), which waits for
+// every other vCPU to leave guest code, including this waiting one.
+bool weft_platform::holder_stuck_in_qemu(int h)
+{
+    Slot &s = slots[h];
+    if (s.state.load() != RUNNING || s.in_syscall.load() || s.waiting.load())
+        return false;
+    if (host_thread_state(s.host_tid) != 'S')
+        return false;
+    timespec ts = {0, 200000};
+    nanosleep(&ts, nullptr);
+    return s.state.load() == RUNNING && !s.in_syscall.load() && !s.waiting.load() &&
+           host_thread_state(s.host_tid) == 'S';
+}
+
+namespace
+{
+// Marks a PE as sleeping in weft's own code for as long as it is in scope.
+struct WaitingMark {
+    std::atomic<int> &flag;
+    explicit WaitingMark(std::atomic<int> &f) : flag(f)
+    {
+        flag.store(1);
+    }
+    ~WaitingMark()
+    {
+        flag.store(0);
+    }
+};
+} // namespace
+
+weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
+{
+    WaitingMark mark(slots[pe].waiting);
+    unsigned rounds = 0;
+    Slot &s = slots[pe];
+    uint64_t seen_bound = ~0ull, seen_progress = ~0ull, since = now_ns();
+    for (;;) {
+        if (s.granted.exchange(0)) {
+            std::lock_guard<std::mutex> g(mu);
+            *resume = s.grant_at;
+            return WEFT_GATE_OK;
+        }
+        if (exiting.load())
+            return WEFT_GATE_EXITING;
+        int h = holder.load();
+        if (h >= 0) {
+            int st = slots[h].state.load();
+            if (st == FUTEX_ENTERING || st == EXITING)
+                probe(h);
+            else if (++rounds % 4 == 0 && h != pe && holder_stuck_in_qemu(h)) {
+                // Leave guest code so qemu can finish; this PE waits again at
+                // its next block, having run at most the rest of this one.
+                exclusive_yields++;
+                *resume = s.bound.load();
+                return WEFT_GATE_ESCAPED;
+            }
+        }
+        // A holder stuck outside guest code (qemu's exclusive sections wait
+        // for every vCPU, including this one) shows no progress: escape.
+        uint64_t b = h >= 0 ? slots[h].bound.load() : 0, pr = progress.load(), t = now_ns();
+        if (b != seen_bound || pr != seen_progress) {
+            seen_bound = b;
+            seen_progress = pr;
+            since = t;
+        } else if (t - since > uint64_t(cfg.stall_ms) * 1000000ull) {
+            escapes++;
+            *resume = s.bound.load();
+            return WEFT_GATE_ESCAPED;
+        }
+        futex_wait_word(&s.granted, 0, 200000);
+    }
+}
+
+weft_gate_result weft_platform::policy_gate(int pe, uint64_t cycles, uint64_t *resume)
+{
+    {
+        std::lock_guard<std::mutex> g(mu);
+        slots[pe].bound.store(cycles);
+        if (holder.load() == pe) {
+            pct_step(policy, pe);
+            last_step_cycles = std::max(last_step_cycles, cycles);
+            reschedule_locked();
+        } else if (holder.load() < 0) {
+            reschedule_locked();
+        }
+        if (holder.load() == pe && !slots[pe].granted.load()) {
+            *resume = cycles;
+            return WEFT_GATE_OK;
+        }
+        gate_waits++;
+    }
+    uint64_t at = cycles;
+    weft_gate_result r = wait_for_grant(pe, &at);
+    *resume = std::max(cycles, at);
+    return r;
+}
+
+uint64_t weft_platform::take_turn(int pe, uint64_t cycles)
+{
+    if (!policy || exiting.load())
+        return cycles;
+    if (holder.load() == pe && !slots[pe].granted.load())
+        return cycles; // running with the token already
+    uint64_t at = cycles;
+    if (wait_for_grant(pe, &at) != WEFT_GATE_OK)
+        return cycles;
+    return std::max(cycles, at);
+}
+
+void weft_platform::release_all_waiters()
+{
+    uint32_t n = count.load();
+    for (uint32_t q = 0; q < n; q++)
+        futex_wake_word(&slots[q].granted);
+}
+
+extern "C" {
+
+int weft_platform_set_policy(weft_platform *p, pct_policy *policy, int parallel_set)
+{
+    std::lock_guard<std::mutex> g(p->mu);
+    if (p->count.load() != 0)
+        return -1; // threads would have been created without the policy knowing
+    p->policy = policy;
+    p->parallel_set = parallel_set != 0;
+    return 0;
+}
+
+uint64_t weft_platform_handoffs(weft_platform *p)
+{
+    std::lock_guard<std::mutex> g(p->mu);
+    return p->handoffs;
+}
+
+uint64_t weft_platform_await_turn(weft_platform *p, int pe, uint64_t cycles)
+{
+    return p->take_turn(pe, cycles);
+}
+
+void weft_platform_syscall_done(weft_platform *p, int pe)
+{
+    p->slots[pe].in_syscall.store(0);
+}
+
+} // extern "C"
