@@ -1,0 +1,560 @@
+/* weft's QEMU TCG plugin: binds guest threads to platform PEs, timestamps
+ * their memory events with virtual time and gates them at synchronization
+ * points so that they happen in the ideal platform's order.
+ *
+ * Per-access work stays here (a buffer append); the platform is entered only
+ * at gates. Rules learned the hard way (see BRIEF.md): memory callbacks fire
+ * after the access, so ordering is enforced by insn-exec callbacks placed
+ * before memory instructions; a vCPU blocked in a callback still counts as
+ * running for qemu's exclusive sections, so gates give up when the process
+ * is exiting and escape after a stall. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin_state.h"
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+
+plugin g_plugin;
+
+/* What translation learned about one instruction, handed to its callbacks. */
+typedef struct insn_info {
+    uint64_t pc;
+    uint32_t index; /* position in its TB */
+    uint32_t flags;
+} insn_info;
+
+#define INSN_ATOMIC 0x1u  /* exclusive, acquire/release, LSE or CAS: always a gate */
+#define INSN_RMW 0x2u     /* LSE atomic or CAS: one read-modify-write event */
+#define INSN_SP_BASE 0x4u /* addressed from SP: the thread's own stack */
+
+static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static insn_info *insn_info_new(void)
+{
+    static insn_info *chunk;
+    static size_t left;
+    pthread_mutex_lock(&arena_lock);
+    if (left == 0) {
+        chunk = calloc(4096, sizeof *chunk);
+        left = chunk ? 4096 : 0;
+    }
+    insn_info *i = left ? &chunk[4096 - left--] : NULL;
+    pthread_mutex_unlock(&arena_lock);
+    return i;
+}
+
+/* AArch64 decoding, just enough to classify memory instructions. */
+static int is_load_store(uint32_t w)
+{
+    return (w & 0x0a000000u) == 0x08000000u;
+}
+
+static int is_exclusive_or_ordered(uint32_t w)
+{
+    return (w & 0x3f000000u) == 0x08000000u; /* LDXR/STXR/LDAR/STLR/CAS family */
+}
+
+static int is_lse_atomic(uint32_t w)
+{
+    return (w & 0x3f200c00u) == 0x38200000u; /* LDADD, SWP, LDCLR, ... */
+}
+
+static int is_cas(uint32_t w)
+{
+    return is_exclusive_or_ordered(w) && (w & 0x00200000u) && !(w & 0x00800000u);
+}
+
+vcpu_state *plugin_vcpu(unsigned int index)
+{
+    if (index >= PLUGIN_MAX_VCPUS)
+        return NULL;
+    vcpu_state *v = g_plugin.vcpus[index];
+    if (!v) {
+        v = calloc(1, sizeof *v);
+        if (!v)
+            return NULL;
+        v->pe = -1;
+        g_plugin.vcpus[index] = v;
+    }
+    return v;
+}
+
+static int tracing_here(void)
+{
+    return getpid() == g_plugin.owner_pid;
+}
+
+void plugin_flush(vcpu_state *v)
+{
+    if (v->nbuf == 0 || v->pe < 0)
+        return;
+    if (tracing_here() && g_plugin.writer && !atomic_load(&g_plugin.finished)) {
+        if (weft_trace_writer_append(g_plugin.writer, (uint32_t)v->pe, v->buf, v->nbuf) != 0)
+            atomic_fetch_add(&g_plugin.write_errors, 1);
+    }
+    v->nbuf = 0;
+}
+
+void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
+                   uint8_t size, uint16_t flags)
+{
+    if (v->pe < 0 || cycles > atomic_load_explicit(&g_plugin.exit_cycles, memory_order_relaxed))
+        return;
+    weft_event *e = &v->buf[v->nbuf++];
+    e->time = cycles_to_ns(cycles);
+    e->seq = 0;
+    e->addr = addr;
+    e->pc = pc;
+    e->thread = (uint32_t)v->pe;
+    e->kind = kind;
+    e->size = size;
+    e->flags = flags;
+    g_plugin.threads[v->pe].events++;
+    if (v->nbuf == PLUGIN_BUF_EVENTS)
+        plugin_flush(v);
+}
+
+static void bind_vcpu(vcpu_state *v)
+{
+    uint64_t tid = (uint64_t)gettid();
+    struct timespec nap = {0, 20000};
+    int pe;
+    if (!atomic_exchange(&g_plugin.main_bound, 1)) {
+        pe = weft_platform_thread_create(g_plugin.platform, -1, tid, 0, 0);
+    } else {
+        /* The parent registers the child when clone returns to it, which may
+         * be after the child's first block: wait for it. */
+        while ((pe = weft_platform_thread_by_tid(g_plugin.platform, tid)) < 0) {
+            if (weft_platform_is_exiting(g_plugin.platform))
+                return;
+            nanosleep(&nap, NULL);
+        }
+    }
+    if (pe < 0) {
+        fprintf(stderr, "weft: more than %u threads: raise --max-threads\n", g_plugin.cfg.max_pes);
+        return;
+    }
+    while (pe > 0 && !atomic_load(&g_plugin.threads[pe].ready) &&
+           !weft_platform_is_exiting(g_plugin.platform))
+        nanosleep(&nap, NULL);
+    v->pe = pe;
+    v->tb_base = v->insns = 0;
+    v->nbuf = 0;
+    v->offset = plugin_may_wait_in_exec(v) ? weft_platform_thread_begin(g_plugin.platform, pe)
+                                           : weft_platform_thread_start(g_plugin.platform, pe);
+    v->last_gate = 0;
+    /* Children: the mapping clone's newsp points into. Main thread: learnt
+     * from its first SP-based access. */
+    v->stack_lo = g_plugin.threads[pe].stack_lo;
+    v->stack_hi = g_plugin.threads[pe].stack_hi;
+    /* Host TIDs differ from run to run; the trace records the creator's
+     * index instead so that identical runs give identical files. */
+    int parent = weft_platform_thread_parent(g_plugin.platform, pe);
+    plugin_record(v, WEFT_EV_THREAD_START, v->offset, parent < 0 ? UINT32_MAX : (uint64_t)parent, 0,
+                  0, 0);
+}
+
+static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
+{
+    (void)id;
+    vcpu_state *v = plugin_vcpu(index);
+    if (v) {
+        v->pe = -1;
+        v->nbuf = 0;
+    }
+}
+
+static void tb_exec(unsigned int index, void *udata)
+{
+    vcpu_state *v = g_plugin.vcpus[index];
+    if (!v)
+        v = plugin_vcpu(index);
+    if (v->pe < 0) {
+        bind_vcpu(v);
+        if (v->pe < 0)
+            return;
+    }
+    v->tb_base = v->insns;
+    v->insns += (uint64_t)(uintptr_t)udata;
+    uint64_t now = vcpu_cycles_at(v, v->tb_base);
+    if (g_plugin.sched.policy && plugin_may_wait_in_exec(v)) {
+        uint64_t resume = weft_platform_await_turn(g_plugin.platform, v->pe, now);
+        v->offset += resume - now;
+        now = resume;
+    }
+    weft_platform_publish(g_plugin.platform, v->pe, now);
+}
+
+static void insn_gate(unsigned int index, void *udata)
+{
+    vcpu_state *v = g_plugin.vcpus[index];
+    const insn_info *ii = udata;
+    if (!v || v->pe < 0)
+        return;
+    if (!plugin_may_wait_in_exec(v))
+        return;
+    uint64_t cycles = vcpu_cycles_at(v, v->tb_base + ii->index);
+    int atomic = (ii->flags & INSN_ATOMIC) != 0;
+    if (!atomic && g_plugin.cfg.settings.quantum &&
+        cycles < v->last_gate + g_plugin.cfg.settings.quantum)
+        return;
+    uint64_t resume;
+    weft_platform_gate(g_plugin.platform, v->pe, cycles, ii->pc,
+                       atomic ? WEFT_SYNC_ATOMIC : WEFT_SYNC_ACCESS, &resume);
+    v->offset += resume - cycles; /* held back by a replay policy */
+    v->last_gate = resume;
+}
+
+static int in_ranges(uint64_t a)
+{
+    const weft_trace_settings *s = &g_plugin.cfg.settings;
+    for (uint32_t i = 0; i < s->nranges; i++)
+        if (a >= s->range_lo[i] && a < s->range_hi[i])
+            return 1;
+    return 0;
+}
+
+static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata)
+{
+    vcpu_state *v = g_plugin.vcpus[index];
+    const insn_info *ii = udata;
+    if (!v || v->pe < 0)
+        return;
+    uint16_t flags = 0;
+    if (ii->flags & INSN_SP_BASE) {
+        /* The main thread's stack is not mmap'd by the guest: learn it from
+         * SP-relative accesses (a generous window around them). */
+        if (v->pe == 0 && v->stack_hi == 0) {
+            v->stack_lo = vaddr > (8u << 20) ? vaddr - (8u << 20) : 0;
+            v->stack_hi = vaddr + (1u << 20);
+        }
+        flags |= WEFT_EVF_STACK;
+    } else if (vaddr >= v->stack_lo && vaddr < v->stack_hi) {
+        flags |= WEFT_EVF_STACK;
+    }
+    switch (g_plugin.cfg.settings.filter) {
+    case WEFT_FILTER_NONSTACK:
+        if (flags & WEFT_EVF_STACK)
+            return;
+        break;
+    case WEFT_FILTER_RANGES:
+        if (!in_ranges(vaddr))
+            return;
+        break;
+    default:
+        break;
+    }
+    uint8_t kind;
+    if (ii->flags & INSN_RMW) {
+        kind = WEFT_EV_RMW;
+        flags |= WEFT_EVF_ATOMIC;
+    } else {
+        kind = qemu_plugin_mem_is_store(info) ? WEFT_EV_WRITE : WEFT_EV_READ;
+        if (ii->flags & INSN_ATOMIC)
+            flags |= WEFT_EVF_EXCLUSIVE;
+    }
+    uint8_t size = (uint8_t)(1u << qemu_plugin_mem_size_shift(info));
+    plugin_record(v, kind, vcpu_cycles_at(v, v->tb_base + ii->index), vaddr, ii->pc, size, flags);
+}
+
+/* Is a plain (non-stack) access at pc a gate? In exact tracing, every one;
+ * in a replay, as --points says. */
+static int point_at(int exact, uint64_t pc)
+{
+    if (!g_plugin.sched.policy)
+        return exact;
+    switch (g_plugin.sched.points) {
+    case POINTS_ALL:
+        return 1;
+    case POINTS_PCS:
+        return sched_is_point_pc(pc);
+    default:
+        return 0;
+    }
+}
+
+static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    (void)id;
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)n);
+    int exact = g_plugin.cfg.settings.mode == WEFT_MODE_EXACT;
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        if (qemu_plugin_insn_size(insn) != 4)
+            continue;
+        uint32_t w;
+        memcpy(&w, qemu_plugin_insn_data(insn), 4);
+        if (!is_load_store(w))
+            continue;
+        insn_info *ii = insn_info_new();
+        if (!ii)
+            continue;
+        ii->pc = qemu_plugin_insn_vaddr(insn);
+        ii->index = (uint32_t)i;
+        ii->flags = 0;
+        if (is_exclusive_or_ordered(w) || is_lse_atomic(w))
+            ii->flags |= INSN_ATOMIC;
+        if (is_lse_atomic(w) || is_cas(w))
+            ii->flags |= INSN_RMW;
+        if (((w >> 5) & 31u) == 31u)
+            ii->flags |= INSN_SP_BASE;
+        if ((ii->flags & INSN_ATOMIC) || (!(ii->flags & INSN_SP_BASE) && point_at(exact, ii->pc)))
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_gate, QEMU_PLUGIN_CB_NO_REGS, ii);
+        qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS,
+                                         QEMU_PLUGIN_MEM_RW, ii);
+    }
+}
+
+void plugin_finish(uint32_t extra_flags)
+{
+    if (!tracing_here() || atomic_exchange(&g_plugin.finished, 1))
+        return;
+    weft_platform_exiting(g_plugin.platform);
+    for (unsigned i = 0; i < PLUGIN_MAX_VCPUS; i++) {
+        vcpu_state *v = g_plugin.vcpus[i];
+        if (v && v->pe >= 0 && v->nbuf) {
+            if (weft_trace_writer_append(g_plugin.writer, (uint32_t)v->pe, v->buf, v->nbuf))
+                atomic_fetch_add(&g_plugin.write_errors, 1);
+            v->nbuf = 0;
+        }
+        if (v && v->pe >= 0 && !g_plugin.threads[v->pe].exited) {
+            /* Still running at exit_group: it ends where the process did. */
+            uint64_t end = vcpu_cycles_at(v, v->insns);
+            uint64_t cut = atomic_load(&g_plugin.exit_cycles);
+            uint64_t insns = v->insns;
+            if (end > cut) {
+                end = cut > v->offset ? cut : v->offset;
+                insns = (end - v->offset) / g_plugin.cfg.settings.cpi;
+            }
+            g_plugin.threads[v->pe].insns = insns;
+            g_plugin.threads[v->pe].end_cycles = end;
+        }
+    }
+    weft_platform_stats st;
+    weft_platform_get_stats(g_plugin.platform, &st);
+    uint32_t n = weft_platform_thread_count(g_plugin.platform);
+    weft_trace_thread *tt = calloc(n ? n : 1, sizeof *tt);
+    weft_trace_summary sum = {0};
+    sum.flags = WEFT_TRACE_COMPLETE | extra_flags;
+    sum.exit_status = atomic_load(&g_plugin.exit_code);
+    if (!atomic_load(&g_plugin.exit_group_seen) && !(extra_flags & WEFT_TRACE_DEADLOCK))
+        sum.flags |= WEFT_TRACE_CRASHED; /* qemu exits without exit_group only on a fatal signal */
+    sum.stall_escapes = st.escapes;
+    sum.nthreads = n;
+    sum.threads = tt;
+    for (uint32_t i = 0; tt && i < n; i++) {
+        int parent = weft_platform_thread_parent(g_plugin.platform, (int)i);
+        tt[i].id = i;
+        tt[i].parent = parent < 0 ? UINT32_MAX : (uint32_t)parent;
+        tt[i].tid = 0; /* host TIDs are not reproducible: see THREAD_START */
+        tt[i].start_time = cycles_to_ns(weft_platform_thread_start(g_plugin.platform, (int)i));
+        tt[i].end_time = cycles_to_ns(g_plugin.threads[i].end_cycles);
+        tt[i].events = g_plugin.threads[i].events;
+        tt[i].insns = g_plugin.threads[i].insns;
+        tt[i].exited = (uint32_t)g_plugin.threads[i].exited;
+        tt[i].exit_code = g_plugin.threads[i].exit_code;
+        if (tt[i].end_time > sum.makespan)
+            sum.makespan = tt[i].end_time;
+    }
+    sched_write_record();
+    char err[512];
+    if (weft_trace_writer_finish(g_plugin.writer, &sum, err, sizeof err) != 0)
+        fprintf(stderr, "weft: %s\n", err);
+    g_plugin.writer = NULL;
+    if (getenv("WEFT_PLUGIN_STATS"))
+        fprintf(stderr,
+                "weft-stats: gates=%" PRIu64 " waits=%" PRIu64 " escapes=%" PRIu64
+                " kernel_steps=%" PRIu64 " transactions=%" PRIu64 " released=%" PRIu64
+                " exclusive_yields=%" PRIu64 "\n",
+                st.gates, st.gate_waits, st.escapes, st.kernel_steps, st.transactions,
+                st.released_syscalls, st.exclusive_yields);
+    free(tt);
+}
+
+static void at_exit(qemu_plugin_id_t id, void *udata)
+{
+    (void)id;
+    (void)udata;
+    plugin_finish(0);
+}
+
+/* Watches for the one situation no guest thread can report: every live
+ * thread asleep in a futex nobody will wake. */
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    struct timespec period = {0, 50 * 1000000L};
+    for (;;) {
+        nanosleep(&period, NULL);
+        if (!tracing_here() || atomic_load(&g_plugin.finished))
+            return NULL;
+        if (weft_platform_is_exiting(g_plugin.platform))
+            continue;
+        if (weft_platform_check_deadlock(g_plugin.platform)) {
+            char buf[4096];
+            weft_platform_describe_blocked(g_plugin.platform, buf, sizeof buf);
+            fprintf(stderr, "weft: deadlock: every live thread waits on a futex\n%s", buf);
+            atomic_store(&g_plugin.exit_code, 0);
+            plugin_finish(WEFT_TRACE_DEADLOCK);
+            _exit(86);
+        }
+    }
+}
+
+int plugin_parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 0);
+    if (errno || end == s || *end || s[0] == '-')
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv)
+{
+    plugin_config *c = &g_plugin.cfg;
+    c->settings.cpi = 1;
+    c->settings.ps_per_cycle = 1000;
+    c->settings.mode = WEFT_MODE_FREE;
+    c->settings.filter = WEFT_FILTER_NONSTACK;
+    snprintf(c->settings.policy, sizeof c->settings.policy, "ideal");
+    c->max_pes = 512;
+    c->stall_ms = 2000;
+    c->argi = -1;
+    for (int i = 0; i < argc; i++) {
+        char *eq = strchr(argv[i], '=');
+        if (!eq) {
+            fprintf(stderr, "weft-tracer: bad plugin argument '%s'\n", argv[i]);
+            return -1;
+        }
+        *eq = 0;
+        const char *k = argv[i], *val = eq + 1;
+        uint64_t x = 0;
+        int num = plugin_parse_u64(val, &x) == 0;
+        if (!strcmp(k, "out"))
+            c->out = val;
+        else if (!strcmp(k, "mode") && (!strcmp(val, "free") || !strcmp(val, "exact")))
+            c->settings.mode = !strcmp(val, "exact") ? WEFT_MODE_EXACT : WEFT_MODE_FREE;
+        else if (!strcmp(k, "filter") && !strcmp(val, "all"))
+            c->settings.filter = WEFT_FILTER_ALL;
+        else if (!strcmp(k, "filter") && !strcmp(val, "nonstack"))
+            c->settings.filter = WEFT_FILTER_NONSTACK;
+        else if (!strcmp(k, "range") && c->settings.nranges < WEFT_TRACE_MAX_RANGES) {
+            unsigned long long lo, hi;
+            if (sscanf(val, "%llx-%llx", &lo, &hi) != 2 || hi <= lo) {
+                fprintf(stderr, "weft-tracer: bad range '%s'\n", val);
+                return -1;
+            }
+            c->settings.filter = WEFT_FILTER_RANGES;
+            c->settings.range_lo[c->settings.nranges] = lo;
+            c->settings.range_hi[c->settings.nranges++] = hi;
+        } else if (!strcmp(k, "cpi") && num && x >= 1 && x <= 1000000)
+            c->settings.cpi = (uint32_t)x;
+        else if (!strcmp(k, "ps") && num && x >= 1)
+            c->settings.ps_per_cycle = x;
+        else if (!strcmp(k, "quantum") && num)
+            c->settings.quantum = x;
+        else if (!strcmp(k, "maxpes") && num && x >= 1 && x <= 65536)
+            c->max_pes = (uint32_t)x;
+        else if (!strcmp(k, "stall") && num && x >= 1)
+            c->stall_ms = (uint32_t)x;
+        else if (!strcmp(k, "argi") && num)
+            c->argi = (int)x;
+        else if (sched_parse_arg(k, val) == 1)
+            ;
+        else {
+            fprintf(stderr, "weft-tracer: bad plugin argument '%s=%s'\n", k, val);
+            return -1;
+        }
+    }
+    if (!c->out) {
+        fprintf(stderr, "weft-tracer: missing out=PATH\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The guest's argv is qemu's command line from the binary on. */
+static void fill_meta(weft_trace_meta *m, char **storage)
+{
+    static char cmdline[65536];
+    size_t n = 0;
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    if (f) {
+        n = fread(cmdline, 1, sizeof cmdline - 1, f);
+        fclose(f);
+    }
+    cmdline[n] = 0;
+    int count = 0;
+    for (size_t i = 0; i < n; i += strlen(cmdline + i) + 1)
+        storage[count++ < 1023 ? count - 1 : 1022] = cmdline + i;
+    int first = g_plugin.cfg.argi >= 0 && g_plugin.cfg.argi < count ? g_plugin.cfg.argi : count - 1;
+    m->argc = (uint32_t)(count - first);
+    m->argv = storage + first;
+    m->binary_path = m->argc ? m->argv[0] : "";
+    int len = m->argc ? weft_elf_build_id(m->binary_path, m->build_id, sizeof m->build_id) : 0;
+    m->build_id_len = len > 0 ? (uint32_t)len : 0;
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
+                                           char **argv)
+{
+    if (strcmp(info->target_name, "aarch64") != 0) {
+        fprintf(stderr, "weft-tracer: guest architecture is %s, weft needs aarch64\n",
+                info->target_name);
+        return -1;
+    }
+    if (parse_args(argc, argv))
+        return -1;
+    g_plugin.owner_pid = getpid();
+    atomic_store(&g_plugin.exit_cycles, UINT64_MAX);
+    atomic_store(&g_plugin.tb_flush_pending, -1);
+    pthread_mutex_init(&g_plugin.maps_lock, NULL);
+    g_plugin.threads = calloc(g_plugin.cfg.max_pes, sizeof *g_plugin.threads);
+    weft_platform_config pc;
+    weft_platform_config_default(&pc);
+    pc.max_pes = g_plugin.cfg.max_pes;
+    pc.ps_per_cycle = g_plugin.cfg.settings.ps_per_cycle;
+    pc.stall_ms = g_plugin.cfg.stall_ms;
+    char err[512];
+    /* SystemC prints a banner on stdout, which is the guest's. */
+    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+    g_plugin.platform = weft_platform_create(&pc, err, sizeof err);
+    unsetenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE");
+    if (!g_plugin.platform || !g_plugin.threads) {
+        fprintf(stderr, "weft-tracer: %s\n", g_plugin.platform ? "out of memory" : err);
+        return -1;
+    }
+    if (sched_setup(err, sizeof err) != 0) {
+        fprintf(stderr, "weft-tracer: %s\n", err);
+        return -1;
+    }
+    static char *argstore[1024];
+    weft_trace_meta meta = {0};
+    meta.settings = g_plugin.cfg.settings;
+    fill_meta(&meta, argstore);
+    g_plugin.writer = weft_trace_writer_open(g_plugin.cfg.out, &meta, err, sizeof err);
+    if (!g_plugin.writer) {
+        fprintf(stderr, "weft-tracer: %s\n", err);
+        return -1;
+    }
+    pthread_t wd;
+    if (pthread_create(&wd, NULL, watchdog, NULL) == 0)
+        pthread_detach(wd);
+    qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
+    qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+    qemu_plugin_register_vcpu_syscall_cb(id, plugin_syscall_entry);
+    qemu_plugin_register_vcpu_syscall_ret_cb(id, plugin_syscall_return);
+    qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+    return 0;
+}

@@ -1,0 +1,159 @@
+/* Replays under a priority policy (PCT, PPCT, RPro, random): the plugin's
+ * side is parsing the policy's parameters, choosing schedule points, and
+ * writing a record of the policy's run (steps, change points) that
+ * `weft replay` reports and reproduces from. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "plugin_state.h"
+
+int sched_parse_arg(const char *key, const char *val)
+{
+    sched_state *s = &g_plugin.sched;
+    if (!s->requested)
+        pct_config_init(&s->cfg, PCT_KIND_PCT);
+    uint64_t x = 0;
+    int num = plugin_parse_u64(val, &x) == 0;
+    if (!strcmp(key, "sched")) {
+        pct_kind k;
+        if (pct_kind_parse(val, &k) != 0)
+            return -1;
+        s->cfg.kind = k;
+        s->requested = 1;
+        return 1;
+    }
+    if (!strcmp(key, "seed") && num)
+        s->cfg.seed = x;
+    else if (!strcmp(key, "depth") && num)
+        s->cfg.d = (uint32_t)x;
+    else if (!strcmp(key, "steps") && num)
+        s->cfg.k = x;
+    else if (!strcmp(key, "nthreads") && num)
+        s->cfg.n = (uint32_t)x;
+    else if (!strcmp(key, "radius") && num)
+        s->cfg.r = x;
+    else if (!strcmp(key, "starve")) {
+        char *end;
+        double p = strtod(val, &end);
+        if (*end || p < 0 || p > 1)
+            return -1;
+        s->cfg.starvation = p;
+    } else if (!strcmp(key, "points")) {
+        if (!strcmp(val, "none"))
+            s->points = POINTS_NONE;
+        else if (!strcmp(val, "all"))
+            s->points = POINTS_ALL;
+        else if (!strncmp(val, "pcs:", 4) && val[4]) {
+            s->points = POINTS_PCS;
+            s->pcs_path = val + 4;
+        } else
+            return -1;
+    } else if (!strcmp(key, "hostpar") && num)
+        s->ppct_host_parallel = x != 0;
+    else if (!strcmp(key, "record"))
+        s->record_path = val;
+    else
+        return 0;
+    return 1;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One hex pc per line: the instructions that touched shared data in a
+ * profiling trace (`weft replay --points shared` writes it). */
+static int load_pcs(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    sched_state *s = &g_plugin.sched;
+    size_t cap = 0;
+    char line[64];
+    while (fgets(line, sizeof line, f)) {
+        char *end;
+        uint64_t pc = strtoull(line, &end, 16);
+        if (end == line)
+            continue;
+        if (s->npcs == cap) {
+            cap = cap ? cap * 2 : 256;
+            uint64_t *n = realloc(s->pcs, cap * sizeof *n);
+            if (!n) {
+                fclose(f);
+                snprintf(err, errlen, "%s: out of memory", path);
+                return -1;
+            }
+            s->pcs = n;
+        }
+        s->pcs[s->npcs++] = pc;
+    }
+    fclose(f);
+    qsort(s->pcs, s->npcs, sizeof *s->pcs, cmp_u64);
+    return 0;
+}
+
+int sched_is_point_pc(uint64_t pc)
+{
+    const sched_state *s = &g_plugin.sched;
+    return s->npcs && bsearch(&pc, s->pcs, s->npcs, sizeof pc, cmp_u64) != NULL;
+}
+
+int sched_setup(char *err, size_t errlen)
+{
+    sched_state *s = &g_plugin.sched;
+    if (!s->requested)
+        return 0;
+    if (s->points == POINTS_PCS && load_pcs(s->pcs_path, err, errlen))
+        return -1;
+    s->policy = pct_policy_create(&s->cfg, err, errlen);
+    if (!s->policy)
+        return -1;
+    snprintf(g_plugin.cfg.settings.policy, sizeof g_plugin.cfg.settings.policy, "%s",
+             pct_kind_name(s->cfg.kind));
+    g_plugin.cfg.settings.seed = s->cfg.seed;
+    int parallel = s->cfg.kind == PCT_KIND_PPCT && !s->ppct_host_parallel;
+    if (weft_platform_set_policy(g_plugin.platform, s->policy, parallel) != 0) {
+        snprintf(err, errlen, "platform: policy set after threads started");
+        return -1;
+    }
+    return 0;
+}
+
+void sched_write_record(void)
+{
+    sched_state *s = &g_plugin.sched;
+    if (!s->policy || !s->record_path)
+        return;
+    uint64_t cps[PCT_MAX_DEPTH];
+    size_t ncp = pct_policy_change_points(s->policy, cps, PCT_MAX_DEPTH);
+    json_t *cp = json_array();
+    for (size_t i = 0; i < ncp && i < PCT_MAX_DEPTH; i++)
+        json_array_append_new(cp, json_integer((json_int_t)cps[i]));
+    json_t *rec = json_pack(
+        "{s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:o, s:I, s:I, s:I, s:I}", "policy",
+        pct_kind_name(s->cfg.kind), "seed", (json_int_t)s->cfg.seed, "n", (json_int_t)s->cfg.n, "k",
+        (json_int_t)s->cfg.k, "depth", (json_int_t)s->cfg.d, "radius", (json_int_t)s->cfg.r,
+        "starvation", s->cfg.starvation, "steps", (json_int_t)pct_policy_steps(s->policy),
+        "change_points", cp, "overrides", (json_int_t)pct_policy_overrides(s->policy), "handoffs",
+        (json_int_t)weft_platform_handoffs(g_plugin.platform), "threads",
+        (json_int_t)pct_policy_thread_count(s->policy), "low_set_ever",
+        (json_int_t)pct_policy_low_set_ever(s->policy));
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->record_path, (int)getpid());
+    if (!rec || json_dump_file(rec, tmp, JSON_COMPACT) != 0 || rename(tmp, s->record_path) != 0) {
+        fprintf(stderr, "weft: cannot write %s: %s\n", s->record_path, strerror(errno));
+        unlink(tmp);
+    }
+    json_decref(rec);
+}

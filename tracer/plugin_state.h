@@ -1,0 +1,138 @@
+/* State shared by the plugin's translation, memory and syscall callbacks.
+ * Private to tracer/plugin*.c. */
+#ifndef WEFT_PLUGIN_STATE_H
+#define WEFT_PLUGIN_STATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <qemu-plugin.h>
+
+#include "weft/pct.h"
+#include "weft/platform.h"
+#include "weft/trace.h"
+
+#define PLUGIN_MAX_VCPUS 4096
+#define PLUGIN_BUF_EVENTS 4096
+
+/* One per vCPU index. qemu reuses indices after a thread exits, so a vCPU is
+ * bound to a platform PE (by guest TID) on its first translation block. */
+typedef struct vcpu_state {
+    int pe;                      /* -1 until bound */
+    uint64_t tb_base;            /* instructions retired before the current TB */
+    uint64_t insns;              /* instructions retired including the current TB */
+    uint64_t offset;             /* cycles added by blocking and injected delays */
+    uint64_t last_gate;          /* cycles of the last gate passed (exact-mode quantum) */
+    uint64_t stack_lo, stack_hi; /* this thread's stack, [lo, hi) */
+    /* syscall in flight */
+    int64_t sys_num;
+    uint64_t sys_args[6];
+    uint64_t sys_cycles;
+    int sys_released;
+    int futex_waiting;
+    size_t nbuf;
+    weft_event buf[PLUGIN_BUF_EVENTS];
+} vcpu_state;
+
+/* Per guest thread (PE), for the trace's thread table. */
+typedef struct thread_record {
+    uint64_t events;
+    uint64_t insns;
+    uint64_t end_cycles;
+    int exited;
+    int exit_code;
+    uint64_t stack_lo, stack_hi; /* from the mmap holding clone's newsp */
+    atomic_int ready;            /* the parent has filled in the stack */
+} thread_record;
+
+typedef struct plugin_config {
+    const char *out;
+    weft_trace_settings settings;
+    uint32_t max_pes;
+    uint32_t stall_ms;
+    int argi; /* index of the guest binary in /proc/self/cmdline */
+} plugin_config;
+
+/* Replays: which plain accesses are schedule points. */
+typedef enum points_kind { POINTS_NONE = 0, POINTS_ALL = 1, POINTS_PCS = 2 } points_kind;
+
+typedef struct sched_state {
+    pct_config cfg;
+    pct_policy *policy; /* NULL: ideal platform (weft trace) */
+    int requested;      /* a sched= argument was given */
+    int points;         /* points_kind */
+    const char *pcs_path;
+    uint64_t *pcs; /* sorted */
+    size_t npcs;
+    int ppct_host_parallel;
+    const char *record_path; /* JSON record of the policy's run */
+} sched_state;
+
+typedef struct plugin {
+    plugin_config cfg;
+    sched_state sched;
+    weft_platform *platform;
+    weft_trace_writer *writer;
+    pid_t owner_pid; /* a forked guest child must not touch the trace */
+    vcpu_state *vcpus[PLUGIN_MAX_VCPUS];
+    thread_record *threads; /* [max_pes] */
+    atomic_int main_bound;
+    atomic_int exit_group_seen;
+    atomic_int exit_code;
+    /* Virtual time of exit_group: what other threads run after it (until
+     * qemu stops them) is past the end of the program and not recorded. */
+    _Atomic uint64_t exit_cycles;
+    atomic_int finished;
+    /* The first clone makes qemu flush its translations, which it does in an
+     * exclusive section when the parent next leaves guest code. Until then
+     * no other vCPU may wait inside guest code: this is the parent's PE, or -1. */
+    atomic_int tb_flush_pending;
+    atomic_ulong write_errors;
+    /* mmap'd regions, to find a new thread's stack from clone's newsp */
+    pthread_mutex_t maps_lock;
+    uint64_t *map_lo, *map_hi;
+    size_t nmaps, maps_cap;
+} plugin;
+
+extern plugin g_plugin;
+
+static inline uint64_t vcpu_cycles_at(const vcpu_state *v, uint64_t insn_index)
+{
+    return insn_index * g_plugin.cfg.settings.cpi + v->offset;
+}
+
+/* May this vCPU wait inside guest code (an insn or block callback) now? */
+static inline int plugin_may_wait_in_exec(const vcpu_state *v)
+{
+    int pending = atomic_load_explicit(&g_plugin.tb_flush_pending, memory_order_relaxed);
+    return pending < 0 || pending == v->pe;
+}
+
+static inline uint64_t cycles_to_ns(uint64_t cycles)
+{
+    return cycles * g_plugin.cfg.settings.ps_per_cycle / 1000;
+}
+
+void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
+                   uint8_t size, uint16_t flags);
+void plugin_flush(vcpu_state *v);
+vcpu_state *plugin_vcpu(unsigned int index);
+void plugin_finish(uint32_t extra_flags);
+
+/* A plugin argument's number (decimal or 0x hex): 0, or -1 if malformed. */
+int plugin_parse_u64(const char *s, uint64_t *out);
+
+/* plugin_sched.c */
+int sched_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours, -1 bad */
+int sched_setup(char *err, size_t errlen);
+int sched_is_point_pc(uint64_t pc);
+void sched_write_record(void);
+
+void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t num, uint64_t a1,
+                          uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6,
+                          uint64_t a7, uint64_t a8);
+void plugin_syscall_return(qemu_plugin_id_t id, unsigned int vcpu_idx, int64_t num, int64_t ret);
+
+#endif

@@ -1,0 +1,259 @@
+/* System calls: the OS emulator's side of the plugin. Every syscall is a
+ * synchronization point (gated in virtual-time order) costing zero time;
+ * futex waits, thread creation and exit are modelled by the platform. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plugin_state.h"
+
+/* AArch64 Linux syscall numbers (asm-generic). */
+enum {
+    SYS_EPOLL_PWAIT = 22,
+    SYS_FLOCK = 32,
+    SYS_READ = 63,
+    SYS_READV = 65,
+    SYS_PREAD64 = 67,
+    SYS_PSELECT6 = 72,
+    SYS_PPOLL = 73,
+    SYS_EXIT = 93,
+    SYS_EXIT_GROUP = 94,
+    SYS_WAITID = 95,
+    SYS_FUTEX = 98,
+    SYS_NANOSLEEP = 101,
+    SYS_CLOCK_NANOSLEEP = 115,
+    SYS_SCHED_YIELD = 124,
+    SYS_RT_SIGSUSPEND = 133,
+    SYS_RT_SIGTIMEDWAIT = 137,
+    SYS_MSGRCV = 188,
+    SYS_SEMTIMEDOP = 192,
+    SYS_SEMOP = 193,
+    SYS_ACCEPT = 202,
+    SYS_CONNECT = 203,
+    SYS_RECVFROM = 207,
+    SYS_RECVMSG = 212,
+    SYS_CLONE = 220,
+    SYS_MMAP = 222,
+    SYS_ACCEPT4 = 242,
+    SYS_WAIT4 = 260,
+};
+
+#define FUTEX_WAIT 0
+#define FUTEX_WAKE 1
+#define FUTEX_REQUEUE 3
+#define FUTEX_CMP_REQUEUE 4
+#define FUTEX_WAKE_OP 5
+#define FUTEX_WAIT_BITSET 9
+#define FUTEX_WAKE_BITSET 10
+#define FUTEX_CMD(op) ((op) & ~(128u | 256u)) /* drop PRIVATE and CLOCK_REALTIME */
+
+/* Same values on AArch64 as on the host (asm-generic). */
+#include <sched.h>
+
+/* Syscalls that can wait for something outside the guest's threads: the PE
+ * stops being counted while in them, or every other thread would wait too. */
+static int may_block_indefinitely(int64_t num)
+{
+    switch (num) {
+    case SYS_EPOLL_PWAIT:
+    case SYS_FLOCK:
+    case SYS_READ:
+    case SYS_READV:
+    case SYS_PREAD64:
+    case SYS_PSELECT6:
+    case SYS_PPOLL:
+    case SYS_WAITID:
+    case SYS_RT_SIGSUSPEND:
+    case SYS_RT_SIGTIMEDWAIT:
+    case SYS_MSGRCV:
+    case SYS_SEMTIMEDOP:
+    case SYS_SEMOP:
+    case SYS_ACCEPT:
+    case SYS_CONNECT:
+    case SYS_RECVFROM:
+    case SYS_RECVMSG:
+    case SYS_ACCEPT4:
+    case SYS_WAIT4:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Every mmap the guest makes, newest last: glibc maps each thread's stack
+ * before clone, so the newest mapping holding clone's newsp is that stack.
+ * Under a lock because threads mmap concurrently. */
+static void remember_mapping(uint64_t lo, uint64_t len)
+{
+    pthread_mutex_lock(&g_plugin.maps_lock);
+    if (g_plugin.nmaps == g_plugin.maps_cap) {
+        size_t cap = g_plugin.maps_cap ? g_plugin.maps_cap * 2 : 256;
+        uint64_t *l = realloc(g_plugin.map_lo, cap * sizeof *l);
+        uint64_t *h = l ? realloc(g_plugin.map_hi, cap * sizeof *h) : NULL;
+        if (l)
+            g_plugin.map_lo = l;
+        if (h)
+            g_plugin.map_hi = h;
+        if (l && h)
+            g_plugin.maps_cap = cap;
+    }
+    if (g_plugin.nmaps < g_plugin.maps_cap) {
+        g_plugin.map_lo[g_plugin.nmaps] = lo;
+        g_plugin.map_hi[g_plugin.nmaps++] = lo + len;
+    }
+    pthread_mutex_unlock(&g_plugin.maps_lock);
+}
+
+static void stack_of(uint64_t sp, uint64_t *lo, uint64_t *hi)
+{
+    pthread_mutex_lock(&g_plugin.maps_lock);
+    *lo = sp > (8u << 20) ? sp - (8u << 20) : 0; /* glibc's default stack size */
+    *hi = sp + 4096;
+    for (size_t i = g_plugin.nmaps; i-- > 0;) {
+        if (sp > g_plugin.map_lo[i] && sp <= g_plugin.map_hi[i]) {
+            *lo = g_plugin.map_lo[i];
+            *hi = g_plugin.map_hi[i];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_plugin.maps_lock);
+}
+
+static void futex_entry(vcpu_state *v, uint64_t pc)
+{
+    uint64_t uaddr = v->sys_args[0];
+    unsigned cmd = FUTEX_CMD((unsigned)v->sys_args[1]);
+    weft_platform *p = g_plugin.platform;
+    switch (cmd) {
+    case FUTEX_WAIT:
+    case FUTEX_WAIT_BITSET:
+        plugin_record(v, WEFT_EV_FUTEX_WAIT, v->sys_cycles, uaddr, pc, 0, 0);
+        plugin_flush(v); /* a deadlock report needs this event on disk */
+        weft_platform_futex_wait_enter(p, v->pe, uaddr, v->sys_cycles, (int)gettid());
+        v->futex_waiting = 1;
+        break;
+    case FUTEX_WAKE:
+    case FUTEX_WAKE_BITSET:
+    case FUTEX_REQUEUE:
+    case FUTEX_CMP_REQUEUE:
+        plugin_record(v, WEFT_EV_FUTEX_WAKE, v->sys_cycles, uaddr, pc, 0, 0);
+        weft_platform_futex_wake(p, v->pe, uaddr, (int)v->sys_args[2], v->sys_cycles);
+        break;
+    case FUTEX_WAKE_OP:
+        plugin_record(v, WEFT_EV_FUTEX_WAKE, v->sys_cycles, uaddr, pc, 0, 0);
+        weft_platform_futex_wake(p, v->pe, uaddr, (int)v->sys_args[2], v->sys_cycles);
+        weft_platform_futex_wake(p, v->pe, v->sys_args[4], (int)v->sys_args[3], v->sys_cycles);
+        break;
+    default: /* PI futexes and friends: not modelled */
+        plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, SYS_FUTEX, pc, 0, 0);
+        weft_platform_syscall_release(p, v->pe, v->sys_cycles);
+        v->sys_released = 1;
+        break;
+    }
+}
+
+void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t num, uint64_t a1,
+                          uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6,
+                          uint64_t a7, uint64_t a8)
+{
+    (void)id;
+    (void)a7;
+    (void)a8;
+    vcpu_state *v = plugin_vcpu(vcpu_index);
+    if (!v || v->pe < 0 || getpid() != g_plugin.owner_pid)
+        return;
+    uint64_t args[6] = {a1, a2, a3, a4, a5, a6};
+    memcpy(v->sys_args, args, sizeof args);
+    v->sys_num = num;
+    v->sys_released = 0;
+    v->futex_waiting = 0;
+    if (atomic_load(&g_plugin.tb_flush_pending) == v->pe)
+        atomic_store(&g_plugin.tb_flush_pending, -1); /* qemu flushed before this syscall */
+    /* The SVC is the last instruction of its block. */
+    v->sys_cycles = vcpu_cycles_at(v, v->insns ? v->insns - 1 : 0);
+    weft_platform *p = g_plugin.platform;
+    uint64_t resume;
+    weft_platform_gate(p, v->pe, v->sys_cycles, (uint64_t)num, WEFT_SYNC_SYSCALL, &resume);
+    v->offset += resume - v->sys_cycles; /* held back by a replay policy */
+    v->sys_cycles = resume;
+    thread_record *tr = &g_plugin.threads[v->pe];
+    switch (num) {
+    case SYS_FUTEX:
+        futex_entry(v, 0);
+        break;
+    case SYS_EXIT:
+        plugin_record(v, WEFT_EV_THREAD_EXIT, v->sys_cycles, a1, 0, 0, 0);
+        tr->exited = 1;
+        tr->exit_code = (int)a1;
+        tr->insns = v->insns;
+        tr->end_cycles = v->sys_cycles;
+        plugin_flush(v);
+        weft_platform_thread_exit(p, v->pe, v->sys_cycles);
+        v->pe = -1;
+        break;
+    case SYS_EXIT_GROUP:
+        plugin_record(v, WEFT_EV_THREAD_EXIT, v->sys_cycles, a1, 0, 0, 0);
+        tr->exited = 1;
+        tr->exit_code = (int)a1;
+        tr->insns = v->insns;
+        tr->end_cycles = v->sys_cycles;
+        atomic_store(&g_plugin.exit_code, (int)(a1 & 0xff));
+        atomic_store(&g_plugin.exit_group_seen, 1);
+        atomic_store(&g_plugin.exit_cycles, v->sys_cycles);
+        plugin_flush(v);
+        /* qemu now stops every vCPU in an exclusive section: no gate may hold one. */
+        weft_platform_exiting(p);
+        break;
+    case SYS_SCHED_YIELD:
+    case SYS_NANOSLEEP:
+    case SYS_CLOCK_NANOSLEEP:
+        /* The thread cannot progress by itself: a policy may demote it
+         * (NeedlePoint's starvation rule). */
+        plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
+        weft_platform_yield(p, v->pe);
+        break;
+    default:
+        plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
+        if (may_block_indefinitely(num)) {
+            weft_platform_syscall_release(p, v->pe, v->sys_cycles);
+            v->sys_released = 1;
+        }
+        break;
+    }
+}
+
+void plugin_syscall_return(qemu_plugin_id_t id, unsigned int vcpu_idx, int64_t num, int64_t ret)
+{
+    (void)id;
+    vcpu_state *v = plugin_vcpu(vcpu_idx);
+    if (!v || v->pe < 0 || getpid() != g_plugin.owner_pid || num != v->sys_num)
+        return;
+    weft_platform *p = g_plugin.platform;
+    weft_platform_syscall_done(p, v->pe);
+    if (v->futex_waiting) {
+        uint64_t resume = weft_platform_futex_wait_return(p, v->pe, v->sys_cycles);
+        v->offset += resume - v->sys_cycles;
+        v->futex_waiting = 0;
+    } else if (v->sys_released) {
+        weft_platform_syscall_return(p, v->pe, v->sys_cycles);
+        v->sys_released = 0;
+    } else if (num == SYS_MMAP && ret > 0 && (ret & 0xfff) == 0) {
+        remember_mapping((uint64_t)ret, v->sys_args[1]);
+    } else if (num == SYS_CLONE && ret > 0 && (v->sys_args[0] & CLONE_VM) &&
+               (v->sys_args[0] & CLONE_THREAD)) {
+        uint64_t clear_tid = (v->sys_args[0] & CLONE_CHILD_CLEARTID) ? v->sys_args[4] : 0;
+        int child = weft_platform_thread_create(p, v->pe, (uint64_t)ret, v->sys_cycles, clear_tid);
+        if (child < 0) {
+            fprintf(stderr, "weft: more than %u threads: raise --max-threads\n",
+                    g_plugin.cfg.max_pes);
+            return;
+        }
+        stack_of(v->sys_args[1], &g_plugin.threads[child].stack_lo,
+                 &g_plugin.threads[child].stack_hi);
+        if (child == 1)
+            atomic_store(&g_plugin.tb_flush_pending, v->pe);
+        atomic_store(&g_plugin.threads[child].ready, 1);
+    }
+}
