@@ -1,0 +1,87 @@
+/* Private layout of optimizer_model, shared by the fast path (model.c), the
+ * reference implementations (reference.c) and the exact solver (exact.c). */
+#ifndef WEFT_OPTIMIZER_MODEL_INTERNAL_H
+#define WEFT_OPTIMIZER_MODEL_INTERNAL_H
+
+#include "weft/optimizer.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* A kept event. Kept events are stored in (thread, per-thread order), so an
+ * index comparison between two events of one thread is a program-order
+ * comparison. */
+typedef struct model_event {
+    uint64_t t; /* traced time */
+    uint64_t seq;
+    uint64_t pc;
+    uint64_t addr;
+    uint32_t thread;
+    uint32_t addr_id; /* dense index of the shared address (after granule rounding) */
+    uint8_t is_write;
+} model_event;
+
+/* One event in its address's array, which is kept sorted by (tau, ev): a total
+ * order, so the scan (and the floating-point sum it produces) depends only on
+ * the current times and never on the history of moves. */
+typedef struct model_entry {
+    uint64_t tau;
+    uint32_t ev;
+    uint32_t thread;
+    uint8_t is_write;
+} model_entry;
+
+struct optimizer_model {
+    optimizer_options opt;
+    uint32_t nthreads;
+    size_t nev;
+    model_event *ev;
+    size_t *thread_begin, *thread_end; /* [nthreads]: kept events of each thread */
+    size_t naddr;
+    size_t *addr_begin; /* [naddr + 1]: each address's slice of ent */
+    model_entry *ent;
+    size_t max_per_addr;
+
+    /* Current point. */
+    uint64_t *cur; /* Δ per variable (= per kept event) */
+    uint64_t *tau; /* τ per kept event */
+    double *asum;  /* Eq. 4 terms of each address */
+    size_t *azero; /* zero terms of each address */
+    size_t zeros;
+    /* Sum over addresses as a fixed binary tree: the root is a pure function
+     * of the leaves, so incremental updates and full recomputation agree to
+     * the last bit, and undoing a move restores the exact previous value. */
+    double *tree;
+    size_t leaves;
+
+    /* Scratch for moves. */
+    uint32_t *mark;
+    uint32_t stamp;
+    size_t *touched, ntouched;
+    model_entry *moved, *still;
+
+    /* The addresses as they were before the last move, so that the search's
+     * undo of a rejected move is a copy instead of a re-sort and re-scan. */
+    int undo_valid;
+    size_t undo_v;
+    uint64_t undo_from, undo_to;
+    model_entry *undo_ent; /* touched addresses' entries, back to back */
+    double *undo_sum;
+    size_t *undo_zero;
+};
+
+int optimizer_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Fill the identity fields of a pair (a = va, b = vb); delay = t_b - t_a when
+ * t_b >= t_a, else 0. */
+void optimizer_pair_fill(const optimizer_model *m, size_t va, size_t vb, optimizer_pair *p);
+typedef struct radix_rec {
+    uint64_t key;
+    uint64_t val;
+} radix_rec;
+/* Stable sort of a[0..n) by key, using tmp[0..n) as scratch. Returns
+ * whichever of the two buffers holds the result. */
+radix_rec *optimizer_radix_sort(radix_rec *a, radix_rec *tmp, size_t n);
+
+#endif

@@ -1,0 +1,311 @@
+/* RND, SHC and SA of seed 004 §6.1–6.2 over bounded integer vectors.
+ *
+ * Readings of the paper that the text leaves open, fixed here:
+ * - A "move" changes one coordinate by a non-zero step drawn uniformly in
+ *   [-s, s]; a step that clamping would turn into no change is flipped, so
+ *   every evaluation looks at a new point.
+ * - The ladder is a cycle: after the last rung's tries the search goes back to
+ *   the largest step, so a restart threshold (150) longer than one pass over
+ *   the ladder (4 x 20 = 80) still samples far neighbours before giving up.
+ * - "Improvement" means strictly lower fitness than the current point, for
+ *   SHC and SA alike. It resets both the ladder and the restart counter. A
+ *   worse move that SA accepts counts as non-improving.
+ * - SA cools T <- r T every sa_cool_every moves (default: one ladder cycle)
+ *   and reheats at each restart; without reheating T reaches 10^-20 T_max
+ *   after ~70,000 moves and SA would be SHC for most of a 10^6 budget. */
+#include "weft/search.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gsl/gsl_rng.h>
+
+/* Keeps dmax + 1 and clamping arithmetic far from overflow. */
+#define SEARCH_DMAX_LIMIT (UINT64_C(1) << 62)
+
+search_config search_config_default(uint64_t dmax)
+{
+    search_config c;
+    memset(&c, 0, sizeof c);
+    c.algorithm = SEARCH_SA;
+    c.seed = 1;
+    c.dmax = dmax;
+    c.budget = 1000000;
+    c.stop_on_target = 1;
+    c.nsteps = 4;
+    const uint64_t div[4] = {1000, 10000, 20000, 200000};
+    for (size_t i = 0; i < 4; i++) {
+        uint64_t s = dmax / div[i];
+        c.steps[i] = s ? s : 1;
+    }
+    c.tries_per_step = 20;
+    c.restart = dmax >= 1000000 ? 150 : 50;
+    c.sa_tmax = dmax >= 10000000 ? 1e-4 : 1e-2;
+    c.sa_r = 0.95;
+    c.sa_cool_every = (unsigned)(c.nsteps * c.tries_per_step);
+    c.sa_reheat = 1;
+    return c;
+}
+
+static const char *const algorithm_names[] = {"rnd", "shc", "sa"};
+
+const char *search_algorithm_name(search_algorithm a)
+{
+    if ((unsigned)a > SEARCH_SA)
+        return "?";
+    return algorithm_names[a];
+}
+
+int search_algorithm_parse(const char *name, search_algorithm *out)
+{
+    for (unsigned i = 0; i <= SEARCH_SA; i++) {
+        if (strcmp(name, algorithm_names[i]) == 0) {
+            *out = (search_algorithm)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Uniform in [0, n), n >= 1. mt19937 yields 32 bits per call, which covers
+ * every dmax of the paper; larger ranges combine two draws with rejection. */
+static uint64_t uniform_below(gsl_rng *rng, uint64_t n)
+{
+    if (n <= UINT64_C(0xffffffff))
+        return gsl_rng_uniform_int(rng, (unsigned long)n);
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    for (;;) {
+        uint64_t v = ((uint64_t)gsl_rng_get(rng) << 32) | (uint64_t)gsl_rng_get(rng);
+        if (v < limit)
+            return v % n;
+    }
+}
+
+typedef struct run {
+    const search_problem *p;
+    const search_config *cfg;
+    search_result *res;
+    gsl_rng *rng;
+    uint64_t *x;
+    int done;
+} run;
+
+/* Bookkeeping shared by every evaluation: budget, best point, first hit. The
+ * problem's state matches x when this is called. */
+static void record(run *r, double f)
+{
+    search_result *res = r->res;
+    res->evaluations++;
+    size_t bytes = r->p->dim * sizeof *r->x;
+    if (res->evaluations == 1 || f < res->best_fitness) {
+        res->best_fitness = f;
+        memcpy(res->best_x, r->x, bytes);
+    }
+    if (!res->hit && r->p->target && r->p->target(r->p->ctx, r->x, f)) {
+        res->hit = 1;
+        res->evals_to_hit = res->evaluations;
+        res->hit_fitness = f;
+        memcpy(res->hit_x, r->x, bytes);
+        if (r->cfg->stop_on_target)
+            r->done = 1;
+    }
+    if (res->evaluations >= r->cfg->budget)
+        r->done = 1;
+}
+
+static double random_point(run *r)
+{
+    for (size_t i = 0; i < r->p->dim; i++)
+        r->x[i] = uniform_below(r->rng, r->cfg->dmax + 1);
+    double f = r->p->fitness(r->p->ctx, r->x);
+    record(r, f);
+    return f;
+}
+
+static void run_rnd(run *r)
+{
+    while (!r->done)
+        random_point(r);
+}
+
+static uint64_t neighbour(run *r, uint64_t old, uint64_t step)
+{
+    uint64_t dmax = r->cfg->dmax;
+    uint64_t mag = 1 + uniform_below(r->rng, step);
+    int up = gsl_rng_uniform_int(r->rng, 2) == 0;
+    if (up ? old == dmax : old == 0)
+        up = !up;
+    if (up)
+        return mag >= dmax - old ? dmax : old + mag;
+    return mag >= old ? 0 : old - mag;
+}
+
+static double evaluate_move(run *r, size_t i, uint64_t from, uint64_t to)
+{
+    r->x[i] = to;
+    if (r->p->move)
+        return r->p->move(r->p->ctx, i, from, to);
+    return r->p->fitness(r->p->ctx, r->x);
+}
+
+static void undo_move(run *r, size_t i, uint64_t from, uint64_t to)
+{
+    r->x[i] = from;
+    if (r->p->move)
+        r->p->move(r->p->ctx, i, to, from);
+    else
+        r->p->fitness(r->p->ctx, r->x);
+}
+
+/* SHC when anneal is 0, SA otherwise: the two share neighbourhood, ladder and
+ * restarts and differ only in accepting worse moves. */
+static void run_local(run *r, int anneal)
+{
+    const search_config *c = r->cfg;
+    double f = random_point(r);
+    size_t rung = 0;
+    unsigned tries = 0, stale = 0;
+    uint64_t moves = 0;
+    double temp = c->sa_tmax;
+    while (!r->done) {
+        size_t i = uniform_below(r->rng, r->p->dim);
+        uint64_t from = r->x[i];
+        uint64_t to = neighbour(r, from, c->steps[rung]);
+        double g = evaluate_move(r, i, from, to);
+        record(r, g);
+        int improved = g < f;
+        int accept = improved;
+        if (!improved && anneal) {
+            /* Metropolis; the uniform is always drawn so that the random
+             * stream does not depend on floating-point corner cases. */
+            double u = gsl_rng_uniform(r->rng);
+            accept = temp > 0 && u < exp(-(g - f) / temp);
+        }
+        if (accept)
+            f = g;
+        else
+            undo_move(r, i, from, to);
+        if (r->done)
+            break;
+        if (improved) {
+            rung = 0;
+            tries = 0;
+            stale = 0;
+        } else {
+            stale++;
+            if (++tries >= c->tries_per_step) {
+                tries = 0;
+                rung = (rung + 1) % c->nsteps;
+            }
+        }
+        if (anneal && c->sa_cool_every && ++moves % c->sa_cool_every == 0)
+            temp *= c->sa_r;
+        if (stale >= c->restart) {
+            r->res->restarts++;
+            f = random_point(r);
+            rung = 0;
+            tries = 0;
+            stale = 0;
+            if (anneal && c->sa_reheat) {
+                temp = c->sa_tmax;
+                moves = 0;
+            }
+        }
+    }
+}
+
+static int check_config(const search_problem *p, const search_config *c, char *err, size_t errlen)
+{
+    if (!p || !p->fitness)
+        return fail(err, errlen, "search: problem has no fitness function");
+    if ((unsigned)c->algorithm > SEARCH_SA)
+        return fail(err, errlen, "search: unknown algorithm %d", (int)c->algorithm);
+    if (c->dmax > SEARCH_DMAX_LIMIT)
+        return fail(err, errlen, "search: dmax %llu is larger than 2^62",
+                    (unsigned long long)c->dmax);
+    if (c->budget == 0)
+        return fail(err, errlen, "search: budget must be at least one evaluation");
+    if (c->algorithm == SEARCH_RND)
+        return 0;
+    if (c->nsteps == 0 || c->nsteps > SEARCH_MAX_STEPS)
+        return fail(err, errlen, "search: step ladder must have 1..%d rungs", SEARCH_MAX_STEPS);
+    for (size_t i = 0; i < c->nsteps; i++)
+        if (c->steps[i] == 0)
+            return fail(err, errlen, "search: steps[%zu] must be at least 1", i);
+    if (c->tries_per_step == 0 || c->restart == 0)
+        return fail(err, errlen, "search: tries_per_step and restart must be at least 1");
+    if (c->algorithm == SEARCH_SA &&
+        !(c->sa_tmax >= 0 && isfinite(c->sa_tmax) && c->sa_r > 0 && c->sa_r <= 1))
+        return fail(err, errlen, "search: SA needs sa_tmax >= 0 and 0 < sa_r <= 1");
+    return 0;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int search_run(const search_problem *p, const search_config *cfg, search_result *res, char *err,
+               size_t errlen)
+{
+    memset(res, 0, sizeof *res);
+    if (check_config(p, cfg, err, errlen) < 0)
+        return -1;
+    double t0 = now_seconds();
+    size_t n = p->dim ? p->dim : 1;
+    run r = {.p = p, .cfg = cfg, .res = res};
+    r.x = calloc(n, sizeof *r.x);
+    res->best_x = calloc(n, sizeof *res->best_x);
+    res->hit_x = calloc(n, sizeof *res->hit_x);
+    r.rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!r.x || !res->best_x || !res->hit_x || !r.rng) {
+        free(r.x);
+        if (r.rng)
+            gsl_rng_free(r.rng);
+        search_result_free(res);
+        return fail(err, errlen, "search: out of memory");
+    }
+    gsl_rng_set(r.rng, (unsigned long)cfg->seed);
+    /* With no freedom there is a single point: evaluate it once. */
+    if (p->dim == 0 || cfg->dmax == 0 || cfg->algorithm == SEARCH_RND) {
+        if (p->dim == 0 || cfg->dmax == 0)
+            random_point(&r);
+        else
+            run_rnd(&r);
+    } else {
+        run_local(&r, cfg->algorithm == SEARCH_SA);
+    }
+    if (!res->hit) {
+        free(res->hit_x);
+        res->hit_x = NULL;
+    }
+    free(r.x);
+    gsl_rng_free(r.rng);
+    res->seconds = now_seconds() - t0;
+    return 0;
+}
+
+void search_result_free(search_result *res)
+{
+    free(res->best_x);
+    free(res->hit_x);
+    res->best_x = NULL;
+    res->hit_x = NULL;
+}

@@ -1,0 +1,288 @@
+/* search/: configuration defaults, RND/SHC/SA on an abstract problem,
+ * determinism, the move/undo protocol, and the statistics helpers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <weft/search.h>
+
+static void test_defaults_follow_paper(void **state)
+{
+    (void)state;
+    search_config c = search_config_default(10000000);
+    assert_int_equal(c.budget, 1000000);
+    assert_int_equal(c.nsteps, 4);
+    assert_int_equal(c.steps[0], 10000);
+    assert_int_equal(c.steps[1], 1000);
+    assert_int_equal(c.steps[2], 500);
+    assert_int_equal(c.steps[3], 50);
+    assert_int_equal(c.tries_per_step, 20);
+    assert_int_equal(c.restart, 150);
+    assert_true(c.sa_tmax == 1e-4);
+    assert_true(c.sa_r == 0.95);
+    assert_int_equal(c.sa_cool_every, 80);
+
+    c = search_config_default(1000000);
+    assert_int_equal(c.restart, 150);
+    assert_true(c.sa_tmax == 1e-2);
+    assert_int_equal(c.steps[0], 1000);
+    assert_int_equal(c.steps[3], 5);
+
+    c = search_config_default(1000);
+    assert_int_equal(c.restart, 50);
+    assert_true(c.sa_tmax == 1e-2);
+    for (size_t i = 0; i < c.nsteps; i++)
+        assert_int_equal(c.steps[i], 1); /* scaled steps never drop to 0 */
+
+    search_algorithm a;
+    assert_int_equal(search_algorithm_parse("shc", &a), 0);
+    assert_int_equal(a, SEARCH_SHC);
+    assert_string_equal(search_algorithm_name(SEARCH_SA), "sa");
+    assert_int_equal(search_algorithm_parse("ga", &a), -1);
+}
+
+/* Three "threads", one event each at base + x_i; Eq. 4-like terms over the
+ * closest later event; the target is a term of exactly 0. Stateful, with an
+ * incremental move that checks the search keeps it in sync. */
+typedef struct toy {
+    uint64_t base[3];
+    uint64_t cur[3];
+    uint64_t full_calls, move_calls, desync;
+} toy;
+
+static double toy_eval(const toy *t, int *aligned)
+{
+    double f = 0;
+    *aligned = 0;
+    for (int i = 0; i < 3; i++) {
+        uint64_t pi = t->base[i] + t->cur[i], best = UINT64_MAX;
+        for (int j = 0; j < 3; j++) {
+            uint64_t pj = t->base[j] + t->cur[j];
+            if (j != i && pj >= pi && pj - pi < best)
+                best = pj - pi;
+        }
+        if (best == UINT64_MAX)
+            continue;
+        f += 1.0 - 1.0 / (1.0 + (double)best);
+        *aligned |= best == 0;
+    }
+    return f;
+}
+
+static double toy_fitness(void *ctx, const uint64_t *x)
+{
+    toy *t = ctx;
+    memcpy(t->cur, x, sizeof t->cur);
+    t->full_calls++;
+    int a;
+    return toy_eval(t, &a);
+}
+
+static double toy_move(void *ctx, size_t i, uint64_t from, uint64_t to)
+{
+    toy *t = ctx;
+    if (t->cur[i] != from)
+        t->desync++;
+    t->cur[i] = to;
+    t->move_calls++;
+    int a;
+    return toy_eval(t, &a);
+}
+
+static int toy_target(void *ctx, const uint64_t *x, double f)
+{
+    toy *t = ctx;
+    if (memcmp(t->cur, x, sizeof t->cur) != 0)
+        t->desync++;
+    (void)f;
+    int a;
+    toy_eval(t, &a);
+    return a;
+}
+
+static search_problem toy_problem(toy *t, int with_move)
+{
+    *t = (toy){.base = {100, 2600, 7100}};
+    search_problem p = {.dim = 3,
+                        .ctx = t,
+                        .fitness = toy_fitness,
+                        .move = with_move ? toy_move : NULL,
+                        .target = toy_target};
+    return p;
+}
+
+static void check_hit(const search_problem *p, const search_result *r, uint64_t budget)
+{
+    assert_true(r->hit);
+    assert_non_null(r->hit_x);
+    assert_true(r->evals_to_hit >= 1 && r->evals_to_hit <= budget);
+    assert_int_equal(r->evaluations, r->evals_to_hit); /* stopped at the hit */
+    toy *t = p->ctx;
+    memcpy(t->cur, r->hit_x, sizeof t->cur);
+    int aligned;
+    toy_eval(t, &aligned);
+    assert_true(aligned);
+    assert_true(r->best_fitness <= r->hit_fitness);
+    assert_true(r->seconds >= 0);
+}
+
+static void test_algorithms_hit_target(void **state)
+{
+    (void)state;
+    for (int alg = SEARCH_RND; alg <= SEARCH_SA; alg++) {
+        for (int with_move = 0; with_move <= 1; with_move++) {
+            toy t;
+            search_problem p = toy_problem(&t, with_move);
+            search_config c = search_config_default(10000);
+            c.algorithm = (search_algorithm)alg;
+            c.seed = 7;
+            search_result r;
+            char err[128];
+            assert_int_equal(search_run(&p, &c, &r, err, sizeof err), 0);
+            check_hit(&p, &r, c.budget);
+            assert_int_equal(t.desync, 0);
+            if (alg != SEARCH_RND && with_move)
+                assert_true(t.move_calls > 0);
+            print_message("%-3s move=%d: first alignment after %llu evaluations\n",
+                          search_algorithm_name(c.algorithm), with_move,
+                          (unsigned long long)r.evals_to_hit);
+            search_result_free(&r);
+        }
+    }
+}
+
+static void test_same_seed_same_run(void **state)
+{
+    (void)state;
+    for (int alg = SEARCH_RND; alg <= SEARCH_SA; alg++) {
+        search_result r[3];
+        for (int k = 0; k < 3; k++) {
+            toy t;
+            search_problem p = toy_problem(&t, 1);
+            search_config c = search_config_default(10000);
+            c.algorithm = (search_algorithm)alg;
+            c.seed = k < 2 ? 42 : 43;
+            assert_int_equal(search_run(&p, &c, &r[k], NULL, 0), 0);
+        }
+        assert_int_equal(r[0].evals_to_hit, r[1].evals_to_hit);
+        assert_int_equal(r[0].evaluations, r[1].evaluations);
+        assert_int_equal(r[0].restarts, r[1].restarts);
+        assert_true(r[0].best_fitness == r[1].best_fitness);
+        assert_memory_equal(r[0].best_x, r[1].best_x, 3 * sizeof(uint64_t));
+        assert_memory_equal(r[0].hit_x, r[1].hit_x, 3 * sizeof(uint64_t));
+        /* A different seed is a different run (with overwhelming probability). */
+        assert_true(r[2].evals_to_hit != r[0].evals_to_hit ||
+                    memcmp(r[2].hit_x, r[0].hit_x, 3 * sizeof(uint64_t)) != 0);
+        for (int k = 0; k < 3; k++)
+            search_result_free(&r[k]);
+    }
+}
+
+static void test_budget_without_target(void **state)
+{
+    (void)state;
+    for (int alg = SEARCH_RND; alg <= SEARCH_SA; alg++) {
+        toy t;
+        search_problem p = toy_problem(&t, 1);
+        p.target = NULL;
+        search_config c = search_config_default(10000);
+        c.budget = 200000;
+        c.algorithm = (search_algorithm)alg;
+        search_result r;
+        assert_int_equal(search_run(&p, &c, &r, NULL, 0), 0);
+        assert_false(r.hit);
+        assert_null(r.hit_x);
+        assert_int_equal(r.evals_to_hit, 0);
+        assert_int_equal(r.evaluations, 200000);
+        /* Full evaluations: every RND point, else the start and each restart;
+         * every other counted evaluation is a move (undos are extra moves). */
+        if (alg == SEARCH_RND) {
+            assert_int_equal(t.full_calls, 200000);
+        } else {
+            assert_true(r.restarts > 0);
+            assert_int_equal(t.full_calls, 1 + r.restarts);
+            assert_true(t.move_calls >= 200000 - t.full_calls);
+        }
+        search_result_free(&r);
+    }
+}
+
+static void test_bad_config(void **state)
+{
+    (void)state;
+    toy t;
+    search_problem p = toy_problem(&t, 1);
+    search_config c = search_config_default(1000);
+    search_result r;
+    char err[128];
+    c.budget = 0;
+    assert_int_equal(search_run(&p, &c, &r, err, sizeof err), -1);
+    assert_string_equal(err, "search: budget must be at least one evaluation");
+    c = search_config_default(1000);
+    c.algorithm = SEARCH_SHC;
+    c.steps[2] = 0;
+    assert_int_equal(search_run(&p, &c, &r, err, sizeof err), -1);
+    assert_string_equal(err, "search: steps[2] must be at least 1");
+}
+
+static void test_clopper_pearson(void **state)
+{
+    (void)state;
+    double lo, hi;
+    assert_int_equal(search_clopper_pearson(0, 10, 0.95, &lo, &hi), 0);
+    assert_true(lo == 0);
+    assert_float_equal(hi, 0.3084971, 1e-6);
+    assert_int_equal(search_clopper_pearson(5, 10, 0.95, &lo, &hi), 0);
+    assert_float_equal(lo, 0.1870860, 1e-6);
+    assert_float_equal(hi, 0.8129140, 1e-6);
+    assert_int_equal(search_clopper_pearson(10, 10, 0.95, &lo, &hi), 0);
+    assert_float_equal(lo, 0.6915029, 1e-6);
+    assert_true(hi == 1);
+    /* R: binom.test(1, 100)$conf.int = 0.0002531460 0.0544593854 */
+    assert_int_equal(search_clopper_pearson(1, 100, 0.95, &lo, &hi), 0);
+    assert_float_equal(lo, 0.0002531460, 1e-9);
+    assert_float_equal(hi, 0.0544593854, 1e-9);
+    /* Large n must stay finite and bracket the estimate. */
+    assert_int_equal(search_clopper_pearson(37, 1000000, 0.95, &lo, &hi), 0);
+    assert_true(lo > 0 && lo < 37e-6 && hi > 37e-6 && hi < 1e-4);
+    assert_int_equal(search_clopper_pearson(999999, 1000000, 0.95, &lo, &hi), 0);
+    assert_true(lo > 0.99999 && lo < 0.999999 && hi < 1 && hi > 0.999999);
+    assert_int_equal(search_clopper_pearson(3, 2, 0.95, &lo, &hi), -1);
+    assert_int_equal(search_clopper_pearson(0, 0, 0.95, &lo, &hi), -1);
+    assert_int_equal(search_clopper_pearson(1, 2, 1.0, &lo, &hi), -1);
+}
+
+static void test_quartiles(void **state)
+{
+    (void)state;
+    double q1, med, q3;
+    const double odd[] = {5, 1, 4, 2, 3};
+    assert_int_equal(search_quartiles(odd, 5, &q1, &med, &q3), 0);
+    assert_true(q1 == 2 && med == 3 && q3 == 4);
+    assert_true(odd[0] == 5); /* input untouched */
+    const double even[] = {4, 3, 2, 1};
+    assert_int_equal(search_quartiles(even, 4, &q1, &med, &q3), 0);
+    assert_float_equal(q1, 1.75, 1e-12);
+    assert_float_equal(med, 2.5, 1e-12);
+    assert_float_equal(q3, 3.25, 1e-12);
+    assert_int_equal(search_quartiles(even, 0, &q1, &med, &q3), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_follow_paper),
+        cmocka_unit_test(test_algorithms_hit_target),
+        cmocka_unit_test(test_same_seed_same_run),
+        cmocka_unit_test(test_budget_without_target),
+        cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_clopper_pearson),
+        cmocka_unit_test(test_quartiles),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
