@@ -1,0 +1,555 @@
+/* The policy state machine: priorities, change points, events and decisions.
+ *
+ * Priorities (pct, ppct, rpro), larger runs first, live in three bands:
+ *   initial  d .. d+m-1   one slot per thread in creation order (m = n plus
+ *                         threads beyond n), drawn as a random permutation;
+ *   reserved 1 .. d-1     d - i is given at change point k_i (seed 000 Fig. 4
+ *                         line 14), each at most once since the k_i differ;
+ *   demoted  <= 0         yielding threads, below everything else.
+ * So priorities are always distinct and no tie-break is needed. In ppct the
+ * low set L is exactly the threads with priority <= d. */
+#include "weft/pct.h"
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct thread {
+    pct_tid tid;
+    pct_tid parent;
+    pct_thread_state state;
+    int64_t prio;
+    bool ever_low;
+    uint64_t steps, yields, time;
+};
+
+struct change_point {
+    uint64_t step;
+    uint32_t index; /* i of k_i: the thread drops to priority d - i */
+};
+
+struct pct_policy {
+    pct_config cfg;
+    /* Two streams so that starvation overrides (drawn per decision) do not
+     * shift the priorities given to threads created later. */
+    gsl_rng *sched;  /* permutation, change points, slots beyond n */
+    gsl_rng *choice; /* random policy, overrides, reliefs */
+    struct thread *threads;
+    size_t nthreads, cap;
+    int64_t *slot;            /* initial priority of creation index j < n, shifted on overflow */
+    uint64_t band;            /* slots in the initial band: n + threads created beyond n */
+    uint64_t *kpoint;         /* k_1..k_{d-1} in index order */
+    struct change_point *cps; /* the same, sorted by step */
+    size_t ncps, next_cp;
+    uint64_t steps;
+    size_t low_ever;
+    uint64_t overrides;
+    bool relief; /* ppct: an H thread yielded; the next decision helps L */
+    pct_tid relief_from;
+    size_t *scratch; /* indices of enabled threads, one decision's worth */
+};
+
+static bool prioritized(const pct_policy *p)
+{
+    pct_kind k = p->cfg.kind;
+    return k == PCT_KIND_PCT || k == PCT_KIND_PPCT || k == PCT_KIND_RPRO;
+}
+
+/* Uniform in [0, n), n >= 1, for any 64-bit n (gsl_rng_uniform_int stops at
+ * the generator's 2^32 - 1). */
+static uint64_t draw(gsl_rng *r, uint64_t n)
+{
+    if (n <= UINT64_C(0xffffffff))
+        return gsl_rng_uniform_int(r, (unsigned long)n);
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    for (;;) {
+        uint64_t x = ((uint64_t)gsl_rng_get(r) << 32) | (uint64_t)gsl_rng_get(r);
+        if (x < limit)
+            return x % n;
+    }
+}
+
+/* m distinct values of [0, space) in uniformly random order: Floyd's subset
+ * sampling, then a shuffle, so each ordered tuple of distinct values has
+ * probability 1/(space (space-1) ... (space-m+1)). */
+static void draw_distinct(gsl_rng *r, uint64_t space, uint64_t *out, size_t m)
+{
+    for (size_t i = 0; i < m; i++) {
+        uint64_t j = space - m + i;
+        uint64_t t = draw(r, j + 1);
+        for (size_t q = 0; q < i; q++) {
+            if (out[q] == t) {
+                t = j;
+                break;
+            }
+        }
+        out[i] = t;
+    }
+    if (m > 1)
+        gsl_ran_shuffle(r, out, m, sizeof *out);
+}
+
+static int cmp_cp(const void *a, const void *b)
+{
+    const struct change_point *x = a, *y = b;
+    return (x->step > y->step) - (x->step < y->step);
+}
+
+static void draw_change_points(pct_policy *p)
+{
+    const pct_config *c = &p->cfg;
+    size_t m = p->ncps;
+    if (m == 0)
+        return;
+    if (c->kind == PCT_KIND_RPRO) {
+        /* Seed 001 Alg. 2: k_1 anywhere, the others around it, within r. */
+        uint64_t k1 = 1 + draw(p->sched, c->k);
+        uint64_t lo = k1 > c->r ? k1 - c->r : 1;
+        uint64_t hi = k1 + c->r < c->k ? k1 + c->r : c->k;
+        p->kpoint[0] = k1;
+        draw_distinct(p->sched, hi - lo, p->kpoint + 1, m - 1);
+        for (size_t i = 1; i < m; i++) {
+            uint64_t v = lo + p->kpoint[i];
+            p->kpoint[i] = v >= k1 ? v + 1 : v; /* skip k_1 itself */
+        }
+    } else {
+        draw_distinct(p->sched, c->k, p->kpoint, m);
+        for (size_t i = 0; i < m; i++)
+            p->kpoint[i] += 1;
+    }
+    for (size_t i = 0; i < m; i++)
+        p->cps[i] = (struct change_point){p->kpoint[i], (uint32_t)(i + 1)};
+    qsort(p->cps, m, sizeof *p->cps, cmp_cp);
+}
+
+static unsigned long fold_seed(uint64_t seed)
+{
+    /* GSL's mt19937 keeps 32 bits of its seed: fold the high half in. */
+    return (unsigned long)((seed ^ (seed >> 32)) & 0xffffffffu);
+}
+
+pct_policy *pct_policy_create(const pct_config *cfg, char *err, size_t errlen)
+{
+    if (pct_config_check(cfg, err, errlen) != 0)
+        return NULL;
+    pct_policy *p = calloc(1, sizeof *p);
+    if (!p)
+        goto oom;
+    p->cfg = *cfg;
+    p->relief_from = PCT_NO_PARENT;
+    p->sched = gsl_rng_alloc(gsl_rng_mt19937);
+    p->choice = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!p->sched || !p->choice)
+        goto oom;
+    gsl_rng_set(p->sched, fold_seed(cfg->seed));
+    gsl_rng_set(p->choice, gsl_rng_get(p->sched));
+    if (prioritized(p)) {
+        p->band = cfg->n;
+        p->slot = malloc(cfg->n * sizeof *p->slot);
+        p->ncps = cfg->d - 1;
+        p->kpoint = calloc(p->ncps + 1, sizeof *p->kpoint);
+        p->cps = calloc(p->ncps + 1, sizeof *p->cps);
+        if (!p->slot || !p->kpoint || !p->cps)
+            goto oom;
+        /* Fig. 4 line 6: p[t] = d + pi(t) - 1 for a random permutation pi.
+         * In ppct the thread that gets d is the one starting in L. */
+        for (uint32_t j = 0; j < cfg->n; j++)
+            p->slot[j] = (int64_t)cfg->d + j;
+        gsl_ran_shuffle(p->sched, p->slot, cfg->n, sizeof *p->slot);
+        draw_change_points(p);
+    }
+    return p;
+oom:
+    if (err && errlen)
+        snprintf(err, errlen, "%s: out of memory", pct_kind_name(cfg->kind));
+    pct_policy_destroy(p);
+    return NULL;
+}
+
+void pct_policy_destroy(pct_policy *p)
+{
+    if (!p)
+        return;
+    gsl_rng_free(p->sched);
+    gsl_rng_free(p->choice);
+    free(p->threads);
+    free(p->slot);
+    free(p->kpoint);
+    free(p->cps);
+    free(p->scratch);
+    free(p);
+}
+
+/* The live thread with this id; ids of exited threads may be reused. */
+static struct thread *find(const pct_policy *p, pct_tid tid)
+{
+    for (size_t i = p->nthreads; i-- > 0;) {
+        if (p->threads[i].tid == tid && p->threads[i].state != PCT_THREAD_EXITED)
+            return &p->threads[i];
+    }
+    return NULL;
+}
+
+static bool is_low(const pct_policy *p, const struct thread *t)
+{
+    return p->cfg.kind == PCT_KIND_PPCT && t->prio <= (int64_t)p->cfg.d;
+}
+
+/* Record that t is in L now; the count is what keeps ppct honest (<= d). */
+static void note_low(pct_policy *p, struct thread *t)
+{
+    if (is_low(p, t) && !t->ever_low) {
+        t->ever_low = true;
+        p->low_ever++;
+    }
+}
+
+/* Initial priority of the thread created with index j. Within n it is the
+ * pre-drawn slot, as in Fig. 4. Beyond n the thread takes a uniformly random
+ * rank among all initial slots and the slots above it move up by one: this
+ * is the insertion construction of a uniform permutation, so the initial
+ * order of all threads stays a uniform random permutation. In ppct the new
+ * thread never takes the bottom rank: L was chosen at the start, and putting
+ * a newcomer there would let more than d threads pass through L. */
+static int64_t initial_priority(pct_policy *p, size_t j)
+{
+    if (j < p->cfg.n)
+        return p->slot[j];
+    uint64_t m = p->band;
+    uint64_t u = p->cfg.kind == PCT_KIND_PPCT ? 1 + draw(p->sched, m) : draw(p->sched, m + 1);
+    int64_t v = (int64_t)p->cfg.d + (int64_t)u;
+    for (size_t i = 0; i < p->nthreads; i++) {
+        if (p->threads[i].prio >= v)
+            p->threads[i].prio++;
+    }
+    for (size_t i = p->nthreads; i < p->cfg.n; i++) {
+        if (p->slot[i] >= v)
+            p->slot[i]++;
+    }
+    p->band++;
+    return v;
+}
+
+int pct_thread_created(pct_policy *p, pct_tid tid, pct_tid parent)
+{
+    if (find(p, tid))
+        return -1;
+    if (p->nthreads == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 16;
+        struct thread *t = realloc(p->threads, cap * sizeof *t);
+        size_t *s = realloc(p->scratch, cap * sizeof *s);
+        if (t)
+            p->threads = t;
+        if (s)
+            p->scratch = s;
+        if (!t || !s)
+            return -1;
+        p->cap = cap;
+    }
+    const struct thread *par = find(p, parent);
+    struct thread t = {.tid = tid, .parent = parent, .state = PCT_THREAD_ENABLED};
+    t.time = par ? par->time : 0;
+    if (prioritized(p))
+        t.prio = initial_priority(p, p->nthreads);
+    p->threads[p->nthreads] = t;
+    note_low(p, &p->threads[p->nthreads]);
+    p->nthreads++;
+    return 0;
+}
+
+static int set_state(pct_policy *p, pct_tid tid, pct_thread_state s)
+{
+    struct thread *t = find(p, tid);
+    if (!t)
+        return -1;
+    t->state = s;
+    return 0;
+}
+
+int pct_thread_enabled(pct_policy *p, pct_tid tid)
+{
+    return set_state(p, tid, PCT_THREAD_ENABLED);
+}
+
+int pct_thread_blocked(pct_policy *p, pct_tid tid)
+{
+    return set_state(p, tid, PCT_THREAD_BLOCKED);
+}
+
+int pct_thread_exited(pct_policy *p, pct_tid tid)
+{
+    return set_state(p, tid, PCT_THREAD_EXITED);
+}
+
+int pct_thread_time(pct_policy *p, pct_tid tid, uint64_t time)
+{
+    struct thread *t = find(p, tid);
+    if (!t)
+        return -1;
+    t->time = time;
+    return 0;
+}
+
+/* Put t below every other live thread and below the reserved priorities,
+ * so the threads it waits for run first, and several yielders take turns
+ * (each yield sends the yielder to the very bottom). */
+static void demote(pct_policy *p, struct thread *t)
+{
+    int64_t low = 1;
+    for (size_t i = 0; i < p->nthreads; i++) {
+        const struct thread *o = &p->threads[i];
+        if (o != t && o->state != PCT_THREAD_EXITED && o->prio < low)
+            low = o->prio;
+    }
+    if (t->prio < low)
+        return;
+    t->prio = low - 1;
+    p->overrides++;
+}
+
+int pct_thread_yielded(pct_policy *p, pct_tid tid)
+{
+    struct thread *t = find(p, tid);
+    if (!t)
+        return -1;
+    t->yields++;
+    if (!prioritized(p))
+        return 0; /* ideal: time decides; random: fair with probability 1 */
+    if (p->cfg.kind == PCT_KIND_PPCT && !is_low(p, t)) {
+        /* Demoting an H thread would move it into L and break |L| <= d. It
+         * runs in parallel anyway; what it may be starving is L, which runs
+         * only when H is idle. Seed 000 §5.5: let one L thread run a step. */
+        p->relief = true;
+        p->relief_from = tid;
+        return 0;
+    }
+    demote(p, t); /* a ppct L thread stays in L */
+    return 0;
+}
+
+int pct_step(pct_policy *p, pct_tid tid)
+{
+    struct thread *t = find(p, tid);
+    if (!t)
+        return -1;
+    t->steps++;
+    p->steps++;
+    /* Fig. 4 lines 12-15: the thread that executed step k_i drops to d - i. */
+    if (p->next_cp < p->ncps && p->cps[p->next_cp].step == p->steps) {
+        t->prio = (int64_t)p->cfg.d - (int64_t)p->cps[p->next_cp].index;
+        note_low(p, t);
+        p->next_cp++;
+    }
+    return 0;
+}
+
+static size_t emit(pct_tid *out, size_t cap, size_t n, pct_tid tid)
+{
+    if (n < cap)
+        out[n] = tid;
+    return n + 1;
+}
+
+/* The listed thread (indices into threads) of highest priority. */
+static size_t best_of(const pct_policy *p, const size_t *idx, size_t n)
+{
+    size_t best = idx[0];
+    for (size_t i = 1; i < n; i++) {
+        if (p->threads[idx[i]].prio > p->threads[best].prio)
+            best = idx[i];
+    }
+    return best;
+}
+
+enum which { ALL, LOW, HIGH };
+
+/* Indices of the enabled threads of a set, in creation order, into scratch;
+ * skip (if not NULL) names a thread to leave out. */
+static size_t enabled(pct_policy *p, enum which w, const pct_tid *skip)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->nthreads; i++) {
+        const struct thread *t = &p->threads[i];
+        if (t->state != PCT_THREAD_ENABLED || (skip && t->tid == *skip))
+            continue;
+        if ((w == LOW && !is_low(p, t)) || (w == HIGH && is_low(p, t)))
+            continue;
+        p->scratch[n++] = i;
+    }
+    return n;
+}
+
+static size_t emit_scratch(const pct_policy *p, size_t n, pct_tid *out, size_t cap)
+{
+    for (size_t i = 0; i < n; i++)
+        emit(out, cap, i, p->threads[p->scratch[i]].tid);
+    return n;
+}
+
+static size_t pick_ideal(pct_policy *p, pct_tid *out, size_t cap)
+{
+    size_t n = enabled(p, ALL, NULL);
+    if (n == 0)
+        return 0;
+    const struct thread *best = &p->threads[p->scratch[0]];
+    for (size_t i = 1; i < n; i++) {
+        const struct thread *t = &p->threads[p->scratch[i]];
+        if (t->time < best->time || (t->time == best->time && t->tid < best->tid))
+            best = t;
+    }
+    return emit(out, cap, 0, best->tid);
+}
+
+static bool override_now(pct_policy *p)
+{
+    return p->cfg.starvation > 0.0 && gsl_rng_uniform(p->choice) < p->cfg.starvation;
+}
+
+/* pct and rpro: exactly the highest-priority enabled thread. */
+static size_t pick_serial(pct_policy *p, pct_tid *out, size_t cap)
+{
+    size_t n = enabled(p, ALL, NULL);
+    if (n == 0)
+        return 0;
+    size_t best = best_of(p, p->scratch, n);
+    if (override_now(p)) {
+        /* Seed 000 §3.1.3: any enabled thread, for this one decision. */
+        size_t o = p->scratch[draw(p->choice, n)];
+        if (o != best)
+            p->overrides++;
+        best = o;
+    }
+    return emit(out, cap, 0, p->threads[best].tid);
+}
+
+/* ppct, Fig. 4 line 10: any enabled thread with priority > d (the set H),
+ * or else the enabled thread of maximal priority (the best of L). */
+static size_t pick_parallel(pct_policy *p, pct_tid *out, size_t cap)
+{
+    if (enabled(p, ALL, NULL) == 0)
+        return 0;
+    size_t nlow = enabled(p, LOW, NULL);
+    if (p->relief) {
+        p->relief = false;
+        /* Seed 000 §5.5: a starved thread of L runs a single step. */
+        if (nlow > 0) {
+            p->overrides++;
+            return emit(out, cap, 0, p->threads[p->scratch[draw(p->choice, nlow)]].tid);
+        }
+        /* Nothing in L to help: the yielder waits for another H thread,
+         * so leave it out of this one decision if anyone else can run. */
+        size_t nhigh = enabled(p, HIGH, &p->relief_from);
+        if (nhigh > 0) {
+            p->overrides++;
+            return emit_scratch(p, nhigh, out, cap);
+        }
+    }
+    size_t best_low = nlow > 0 ? best_of(p, p->scratch, nlow) : 0;
+    if (override_now(p) && nlow > 0) {
+        size_t o = p->scratch[draw(p->choice, nlow)];
+        if (o != best_low || enabled(p, HIGH, NULL) > 0)
+            p->overrides++;
+        return emit(out, cap, 0, p->threads[o].tid);
+    }
+    size_t nhigh = enabled(p, HIGH, NULL);
+    if (nhigh > 0)
+        return emit_scratch(p, nhigh, out, cap);
+    return emit(out, cap, 0, p->threads[best_low].tid);
+}
+
+size_t pct_policy_next(pct_policy *p, pct_tid *out, size_t cap)
+{
+    switch (p->cfg.kind) {
+    case PCT_KIND_IDEAL:
+        return pick_ideal(p, out, cap);
+    case PCT_KIND_RANDOM: {
+        size_t n = enabled(p, ALL, NULL);
+        if (n == 0)
+            return 0;
+        return emit(out, cap, 0, p->threads[p->scratch[draw(p->choice, n)]].tid);
+    }
+    case PCT_KIND_PPCT:
+        return pick_parallel(p, out, cap);
+    default:
+        return pick_serial(p, out, cap);
+    }
+}
+
+bool pct_policy_deadlocked(const pct_policy *p)
+{
+    bool blocked = false;
+    for (size_t i = 0; i < p->nthreads; i++) {
+        if (p->threads[i].state == PCT_THREAD_ENABLED)
+            return false;
+        if (p->threads[i].state == PCT_THREAD_BLOCKED)
+            blocked = true;
+    }
+    return blocked;
+}
+
+const pct_config *pct_policy_config(const pct_policy *p)
+{
+    return &p->cfg;
+}
+
+uint64_t pct_policy_steps(const pct_policy *p)
+{
+    return p->steps;
+}
+
+size_t pct_policy_change_points(const pct_policy *p, uint64_t *out, size_t cap)
+{
+    for (size_t i = 0; i < p->ncps && i < cap; i++)
+        out[i] = p->kpoint[i];
+    return p->ncps;
+}
+
+size_t pct_policy_low_set_ever(const pct_policy *p)
+{
+    return p->low_ever;
+}
+
+uint64_t pct_policy_overrides(const pct_policy *p)
+{
+    return p->overrides;
+}
+
+size_t pct_policy_thread_count(const pct_policy *p)
+{
+    return p->nthreads;
+}
+
+static void fill_info(const pct_policy *p, const struct thread *t, pct_thread_info *out)
+{
+    *out = (pct_thread_info){.tid = t->tid,
+                             .parent = t->parent,
+                             .state = t->state,
+                             .priority = t->prio,
+                             .in_low_set = is_low(p, t),
+                             .steps = t->steps,
+                             .yields = t->yields,
+                             .time = t->time};
+}
+
+int pct_policy_thread_at(const pct_policy *p, size_t index, pct_thread_info *out)
+{
+    if (index >= p->nthreads)
+        return -1;
+    fill_info(p, &p->threads[index], out);
+    return 0;
+}
+
+int pct_policy_thread_info(const pct_policy *p, pct_tid tid, pct_thread_info *out)
+{
+    const struct thread *t = find(p, tid);
+    for (size_t i = p->nthreads; !t && i-- > 0;) {
+        if (p->threads[i].tid == tid)
+            t = &p->threads[i];
+    }
+    if (!t)
+        return -1;
+    fill_info(p, t, out);
+    return 0;
+}
