@@ -1,0 +1,34 @@
+# Helpers for end-to-end tests. Every guest run goes through `timeout -s KILL`
+# because a hung qemu ignores SIGTERM.
+set -euo pipefail
+: "${WEFT:?}" "${WEFT_FIXTURES:?}" "${QEMU_AARCH64:?}"
+WEFT_TMP="${WEFT_TMP:-/tmp}"
+mkdir -p "$WEFT_TMP"
+work="$(mktemp -d "$WEFT_TMP/e2e.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+
+# check NAME CMD...: run CMD, record pass/fail
+check() {
+  local name="$1"; shift
+  if "$@"; then ok "$name"; else fail "$name"; fi
+}
+
+# run_status VAR CMD...: run CMD under a 120 s kill timer, store its status in VAR
+run_status() {
+  local __var="$1"; shift
+  set +e
+  timeout -s KILL 120 "$@"
+  local __status=$?
+  set -e
+  printf -v "$__var" '%s' "$__status"
+}
+
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}

@@ -1,0 +1,3 @@
+weft_e2e_test(e2e_cli cli.sh)
+weft_e2e_test(e2e_trace_fixtures trace_fixtures.sh)
+weft_e2e_test(e2e_trace_failures trace_failures.sh)

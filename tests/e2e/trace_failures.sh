@@ -1,0 +1,35 @@
+# Guests that crash, abort, deadlock or exit mid-loop end with the right
+# status and a readable trace, never a hang.
+source "$(dirname "$0")/lib.sh"
+
+# fixture, expected weft status, text expected in weft's output, trace flag in info
+cases=(
+  "fail_segv 139 killed.by.signal.11 crashed"
+  "fail_abort 134 killed.by.signal.6 crashed"
+  "fail_deadlock 125 deadlocked deadlock"
+  "fail_exit_midloop 0 exited.with.status.0 complete"
+)
+for c in "${cases[@]}"; do
+  read -r fx want text flag <<<"$c"
+  for mode in free exact; do
+    run_status st "$WEFT" trace --mode "$mode" --timeout 60 -o "$work/$fx.wtr" -- "$WEFT_FIXTURES/$fx" \
+      >"$work/out" 2>"$work/err"
+    check "$fx/$mode: status $want (got $st)" test "$st" = "$want"
+    check "$fx/$mode: says it" grep -Eq "$text" "$work/out"
+    check "$fx/$mode: trace readable" "$WEFT" info "$work/$fx.wtr" >"$work/info"
+    check "$fx/$mode: trace flagged $flag" grep -qi "$flag" "$work/info"
+    check "$fx/$mode: no spool left" test ! -e "$work/$fx.wtr.spool"
+  done
+done
+# The deadlock report names the waiting threads.
+"$WEFT" trace -o "$work/d.wtr" -- "$WEFT_FIXTURES/fail_deadlock" >/dev/null 2>"$work/err" || true
+check "deadlock report lists waiting threads" test "$(grep -c 'waits on futex' "$work/err")" -ge 2
+
+# A guest that never ends is killed at the time limit and its trace salvaged.
+run_status st "$WEFT" trace --timeout 2 -o "$work/loop.wtr" -- "$WEFT_FIXTURES/fail_spin" >"$work/out" 2>&1
+check "spinning guest: status 124 (got $st)" test "$st" = 124
+check "spinning guest: says timed out" grep -q "timed out" "$work/out"
+"$WEFT" info "$work/loop.wtr" >"$work/info" 2>&1
+check "spinning guest: trace readable and flagged" grep -Eqi "timed.out" "$work/info"
+check "spinning guest: no qemu left behind" bash -c "! pgrep -f 'qemu-aarch6[4].*fail_spi[n]' >/dev/null"
+finish
