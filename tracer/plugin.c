@@ -107,6 +107,8 @@ void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, 
 {
     if (v->pe < 0 || cycles > atomic_load_explicit(&g_plugin.exit_cycles, memory_order_relaxed))
         return;
+    if (g_plugin.cfg.inject && kind != WEFT_EV_DELAY)
+        cycles += inject_apply(v, cycles, pc); /* not applied at a gate: shift here */
     weft_event *e = &v->buf[v->nbuf++];
     e->time = cycles_to_ns(cycles);
     e->seq = 0;
@@ -200,6 +202,8 @@ static void insn_gate(unsigned int index, void *udata)
         return;
     if (!plugin_may_wait_in_exec(v))
         return;
+    if (g_plugin.cfg.inject) /* shift before the gate, so the access is ordered at its new time */
+        inject_apply(v, vcpu_cycles_at(v, v->tb_base + ii->index), ii->pc);
     uint64_t cycles = vcpu_cycles_at(v, v->tb_base + ii->index);
     int atomic = (ii->flags & INSN_ATOMIC) != 0;
     if (!atomic && g_plugin.cfg.settings.quantum &&
@@ -365,6 +369,7 @@ void plugin_finish(uint32_t extra_flags)
             sum.makespan = tt[i].end_time;
     }
     sched_write_record();
+    inject_write_report(g_plugin.cfg.injected);
     char err[512];
     if (weft_trace_writer_finish(g_plugin.writer, &sum, err, sizeof err) != 0)
         fprintf(stderr, "weft: %s\n", err);
@@ -470,6 +475,10 @@ static int parse_args(int argc, char **argv)
             c->stall_ms = (uint32_t)x;
         else if (!strcmp(k, "argi") && num)
             c->argi = (int)x;
+        else if (!strcmp(k, "inject"))
+            c->inject = val;
+        else if (!strcmp(k, "injected"))
+            c->injected = val;
         else if (sched_parse_arg(k, val) == 1)
             ;
         else {
@@ -533,6 +542,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     unsetenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE");
     if (!g_plugin.platform || !g_plugin.threads) {
         fprintf(stderr, "weft-tracer: %s\n", g_plugin.platform ? "out of memory" : err);
+        return -1;
+    }
+    if (g_plugin.cfg.inject &&
+        inject_load(g_plugin.cfg.inject, g_plugin.cfg.max_pes, err, sizeof err)) {
+        fprintf(stderr, "weft-tracer: %s\n", err);
         return -1;
     }
     if (sched_setup(err, sizeof err) != 0) {

@@ -43,6 +43,7 @@ typedef struct thread_record {
     uint64_t end_cycles;
     int exited;
     int exit_code;
+    uint64_t delays;             /* DELAY events recorded (injections applied) */
     uint64_t stack_lo, stack_hi; /* from the mmap holding clone's newsp */
     atomic_int ready;            /* the parent has filled in the stack */
 } thread_record;
@@ -52,7 +53,9 @@ typedef struct plugin_config {
     weft_trace_settings settings;
     uint32_t max_pes;
     uint32_t stall_ms;
-    int argi; /* index of the guest binary in /proc/self/cmdline */
+    int argi;             /* index of the guest binary in /proc/self/cmdline */
+    const char *inject;   /* delays to inject ("thread seq pc delay_cycles" lines) */
+    const char *injected; /* JSON report of what was injected */
 } plugin_config;
 
 /* Replays: which plain accesses are schedule points. */
@@ -129,6 +132,13 @@ int sched_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours, -
 int sched_setup(char *err, size_t errlen);
 int sched_is_point_pc(uint64_t pc);
 void sched_write_record(void);
+
+/* plugin_inject.c */
+int inject_load(const char *path, uint32_t max_pes, char *err, size_t errlen);
+/* If the thread's next recorded event is a planned one (and its pc matches),
+ * record a DELAY event at `cycles` and shift the thread; returns the delay. */
+uint64_t inject_apply(vcpu_state *v, uint64_t cycles, uint64_t pc);
+void inject_write_report(const char *path);
 
 void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t num, uint64_t a1,
                           uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6,
