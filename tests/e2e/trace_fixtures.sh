@@ -40,9 +40,6 @@ while IFS=$'\x1f' read -r fx threads kind depth expect args; do
     "$WEFT" info "$work/a.wtr" >"$work/info.txt"
     n="$(grep -Ec '^  T[0-9]+ ' "$work/info.txt")"
     check "$fx/$mode: $threads threads (saw $n)" test "$n" = "$threads"
-    if [ "$mode" = exact ]; then
-      check "$fx/$mode: every shared access ordered" bash -c "! grep -q '^flags.*unordered' '$work/info.txt'"
-    fi
     if [ -n "${pattern[$fx]:-}" ] && [ "$mode" = exact ]; then
       check "$fx/$mode: ${pattern[$fx]%%;*}" grep -qF "  ${pattern[$fx]}" "$work/info.txt"
     fi
