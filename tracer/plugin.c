@@ -30,11 +30,6 @@ typedef struct insn_info {
     uint32_t flags;
 } insn_info;
 
-static inline unsigned last_addr_slot(const insn_info *ii)
-{
-    return (unsigned)(((uintptr_t)ii / sizeof *ii) & 1023u);
-}
-
 #define INSN_ATOMIC 0x1u  /* exclusive, acquire/release, LSE or CAS: always a gate */
 #define INSN_RMW 0x2u     /* LSE atomic or CAS: one read-modify-write event */
 #define INSN_SP_BASE 0x4u /* addressed from SP: the thread's own stack */
@@ -214,16 +209,6 @@ static void insn_gate(unsigned int index, void *udata)
     if (!atomic && g_plugin.cfg.settings.quantum &&
         cycles < v->last_gate + g_plugin.cfg.settings.quantum)
         return;
-    /* Exact mode: an instruction whose latest access went to a line only
-     * this thread has touched most likely does so again (a loop over private
-     * data): no gate. mem_access checks the guess and counts misses. */
-    v->ungated = 0;
-    unsigned slot = last_addr_slot(ii);
-    uint64_t last = v->last_addr[slot].insn == ii ? v->last_addr[slot].addr : 0;
-    if (!atomic && !g_plugin.sched.policy && last && owners_private_to(last, v->pe)) {
-        v->ungated = 1;
-        return;
-    }
     uint64_t resume;
     weft_platform_gate(g_plugin.platform, v->pe, cycles, ii->pc,
                        atomic ? WEFT_SYNC_ATOMIC : WEFT_SYNC_ACCESS, &resume);
@@ -247,15 +232,6 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
     if (!v || v->pe < 0)
         return;
     uint16_t flags = 0;
-    if (g_plugin.cfg.settings.mode == WEFT_MODE_EXACT && !(ii->flags & INSN_SP_BASE)) {
-        unsigned slot = last_addr_slot(ii);
-        v->last_addr[slot].insn = ii;
-        v->last_addr[slot].addr = vaddr;
-        if (!owners_touch_private(vaddr, 1u << qemu_plugin_mem_size_shift(info), v->pe) &&
-            v->ungated)
-            atomic_fetch_add(&g_plugin.unordered, 1);
-        v->ungated = 0;
-    }
     if (ii->flags & INSN_SP_BASE) {
         /* The main thread's stack is not mmap'd by the guest: learn it from
          * SP-relative accesses (a generous window around them). */
@@ -376,14 +352,6 @@ void plugin_finish(uint32_t extra_flags)
     if (!atomic_load(&g_plugin.exit_group_seen) && !(extra_flags & WEFT_TRACE_DEADLOCK))
         sum.flags |= WEFT_TRACE_CRASHED; /* qemu exits without exit_group only on a fatal signal */
     sum.stall_escapes = st.escapes;
-    unsigned long unordered = atomic_load(&g_plugin.unordered);
-    if (unordered) {
-        sum.flags |= WEFT_TRACE_UNORDERED;
-        fprintf(stderr,
-                "weft: %lu shared accesses were not ordered (an instruction that had only "
-                "touched its thread's own data reached shared data)\n",
-                unordered);
-    }
     sum.nthreads = n;
     sum.threads = tt;
     for (uint32_t i = 0; tt && i < n; i++) {

@@ -32,13 +32,6 @@ typedef struct vcpu_state {
     uint64_t sys_cycles;
     int sys_released;
     int futex_waiting;
-    int ungated; /* exact mode: the current access skipped its gate */
-    /* exact mode: this thread's latest address per instruction (direct-mapped
-     * by the instruction's translation record), to guess the next one */
-    struct {
-        const void *insn;
-        uint64_t addr;
-    } last_addr[1024];
     size_t nbuf;
     weft_event buf[PLUGIN_BUF_EVENTS];
 } vcpu_state;
@@ -100,7 +93,6 @@ typedef struct plugin {
      * no other vCPU may wait inside guest code: this is the parent's PE, or -1. */
     atomic_int tb_flush_pending;
     atomic_ulong write_errors;
-    atomic_ulong unordered; /* exact mode: shared accesses that passed no gate */
     /* mmap'd regions, to find a new thread's stack from clone's newsp */
     pthread_mutex_t maps_lock;
     uint64_t *map_lo, *map_hi;
@@ -140,11 +132,6 @@ int sched_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours, -
 int sched_setup(char *err, size_t errlen);
 int sched_is_point_pc(uint64_t pc);
 void sched_write_record(void);
-
-/* plugin_owners.c: which thread owns each 8-byte word */
-int owners_private_to(uint64_t addr, int pe); /* touched by pe alone so far */
-/* Record that pe touched [addr, addr+size); are those words still pe's alone? */
-int owners_touch_private(uint64_t addr, unsigned size, int pe);
 
 /* plugin_inject.c */
 int inject_load(const char *path, uint32_t max_pes, char *err, size_t errlen);

@@ -216,12 +216,12 @@ static void print_header(weft_trace *t, FILE *out)
     for (uint32_t i = 0; i < st->nranges; i++)
         fprintf(out, " [0x%" PRIx64 ",0x%" PRIx64 ")", st->range_lo[i], st->range_hi[i]);
     fprintf(out, ", policy %s seed %" PRIu64 "\n", st->policy, st->seed);
-    static const char *const flag_names[] = {"complete",  "truncated", "crashed",
-                                             "timed-out", "deadlock",  "unordered"};
+    static const char *const flag_names[] = {"complete", "truncated", "crashed", "timed-out",
+                                             "deadlock"};
     fprintf(out, "flags         ");
     if (!s->flags)
         fprintf(out, " none");
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 5; i++)
         if (s->flags & (1u << i))
             fprintf(out, " %s", flag_names[i]);
     if (s->exit_status < 0)

@@ -92,12 +92,11 @@ typedef struct weft_trace_thread {
 } weft_trace_thread;
 
 /* How the run ended. */
-#define WEFT_TRACE_COMPLETE 0x1u   /* the writer was finished normally */
-#define WEFT_TRACE_TRUNCATED 0x2u  /* salvaged from a spool: the guest or qemu died mid-run */
-#define WEFT_TRACE_CRASHED 0x4u    /* the guest was killed by a signal */
-#define WEFT_TRACE_TIMED_OUT 0x8u  /* weft killed the guest at its time limit */
-#define WEFT_TRACE_DEADLOCK 0x10u  /* no thread could advance while some were blocked */
-#define WEFT_TRACE_UNORDERED 0x20u /* exact mode: some shared access passed no gate */
+#define WEFT_TRACE_COMPLETE 0x1u  /* the writer was finished normally */
+#define WEFT_TRACE_TRUNCATED 0x2u /* salvaged from a spool: the guest or qemu died mid-run */
+#define WEFT_TRACE_CRASHED 0x4u   /* the guest was killed by a signal */
+#define WEFT_TRACE_TIMED_OUT 0x8u /* weft killed the guest at its time limit */
+#define WEFT_TRACE_DEADLOCK 0x10u /* no thread could advance while some were blocked */
 
 typedef struct weft_trace_summary {
     uint32_t flags;         /* WEFT_TRACE_* */
