@@ -28,8 +28,12 @@ while IFS=$'\x1f' read -r fx threads kind depth expect args; do
   [ "$kind" = control ] || [[ "$fx" == *_ok ]] && race_free=yes
   for mode in free exact; do
     run_status st "$WEFT" trace --mode "$mode" -o "$work/a.wtr" -- "$bin" "${argv[@]}" >"$work/a.out" 2>"$work/a.err"
-    check "$fx/$mode: exit status equals plain qemu ($plain_st)" test "$st" = "$plain_st"
-    check "$fx/$mode: output equals plain qemu" cmp -s <(guest_output "$work/a.out") "$work/plain.out"
+    # In free mode racy fixtures race on the host as under plain qemu, so
+    # only exact mode (ordered) and race-free fixtures must match a plain run.
+    if [ "$mode" = exact ] || [ "$race_free" = yes ]; then
+      check "$fx/$mode: exit status equals plain qemu ($plain_st)" test "$st" = "$plain_st"
+      check "$fx/$mode: output equals plain qemu" cmp -s <(guest_output "$work/a.out") "$work/plain.out"
+    fi
     check "$fx/$mode: no stall escapes" grep -q "stall escapes 0;" "$work/a.out"
     if [ "$mode" = exact ] || [ "$race_free" = yes ]; then
       # stdout must go to the same kind of file: glibc buffers a pipe, a file
