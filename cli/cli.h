@@ -69,6 +69,10 @@ const char *guest_qemu_path(void);
  * spool if needed, recording signals and timeouts in it), print the guest's
  * status and a summary. Returns weft trace's exit status. */
 int trace_run_and_report(const guest_run *run, const char *trace_path, int quiet);
+/* The same run without printing: fills r and the final trace flags.
+ * Returns 0, or -1 after printing one line (no readable trace). */
+int trace_run_guest(const guest_run *run, const char *trace_path, guest_result *r,
+                    uint32_t *final_flags);
 /* One paragraph about a trace: threads, events, makespan, size. */
 void trace_print_summary(const char *path, double wall_s);
 /* weft trace's exit status for a run's outcome. */

@@ -43,42 +43,51 @@ static void describe_end(const guest_result *r, uint32_t flags)
         printf("weft: interrupted by signal %d; guest killed\n", r->status);
 }
 
-int trace_run_and_report(const guest_run *run, const char *trace_path, int quiet)
+int trace_run_guest(const guest_run *run, const char *trace_path, guest_result *r,
+                    uint32_t *final_flags)
 {
     char spool[4096], err[512];
     snprintf(spool, sizeof spool, "%s.spool", trace_path);
     unlink(spool); /* a stale spool from an earlier crash would be salvaged as ours */
-    guest_result r;
-    if (guest_run_qemu(run, &r))
-        return WEFT_EXIT_FAIL;
+    if (guest_run_qemu(run, r))
+        return -1;
     uint32_t flags = 0;
-    int32_t status = r.end == GUEST_EXITED ? r.status : -r.status;
-    if (r.end == GUEST_SIGNALED)
+    int32_t status = r->end == GUEST_EXITED ? r->status : -r->status;
+    if (r->end == GUEST_SIGNALED)
         flags |= WEFT_TRACE_CRASHED;
-    if (r.end == GUEST_TIMED_OUT)
+    if (r->end == GUEST_TIMED_OUT)
         flags |= WEFT_TRACE_TIMED_OUT;
     fflush(stdout);
     if (access(spool, F_OK) == 0) {
         /* qemu died before the plugin could finish the trace. */
         if (weft_trace_salvage(trace_path, flags, status, err, sizeof err) != 0) {
             cli_error("%s", err);
-            return WEFT_EXIT_FAIL;
+            return -1;
         }
     } else if (access(trace_path, F_OK) != 0) {
         cli_error("%s: the tracer wrote no trace (qemu %s %d)", trace_path,
-                  r.end == GUEST_SIGNALED ? "died of signal" : "exited with", r.status);
-        return WEFT_EXIT_FAIL;
+                  r->end == GUEST_SIGNALED ? "died of signal" : "exited with", r->status);
+        return -1;
     } else if (weft_trace_set_outcome(trace_path, flags, status, err, sizeof err) != 0) {
         cli_error("%s", err);
-        return WEFT_EXIT_FAIL;
+        return -1;
     }
     weft_trace *t = weft_trace_open(trace_path, err, sizeof err);
     if (!t) {
         cli_error("%s", err);
-        return WEFT_EXIT_FAIL;
+        return -1;
     }
-    uint32_t final_flags = weft_trace_get_summary(t)->flags;
+    *final_flags = weft_trace_get_summary(t)->flags;
     weft_trace_close(t);
+    return 0;
+}
+
+int trace_run_and_report(const guest_run *run, const char *trace_path, int quiet)
+{
+    guest_result r;
+    uint32_t final_flags = 0;
+    if (trace_run_guest(run, trace_path, &r, &final_flags))
+        return WEFT_EXIT_FAIL;
     if (!quiet) {
         describe_end(&r, final_flags);
         trace_print_summary(trace_path, r.wall_s);

@@ -1,0 +1,2 @@
+weft_e2e_test(e2e_optimize_inject optimize.sh)
+weft_e2e_test(e2e_optimize_errors optimize_errors.sh)
