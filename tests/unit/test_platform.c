@@ -1,0 +1,147 @@
+/* The platform's OS emulator and arbiter without qemu: thread creation
+ * times, the futex blocking model (a wait returns at max(own, waker's
+ * time)), join through the exit of a thread with a clear-TID word, and
+ * deadlock detection. Host threads stand in for guest threads where the
+ * platform looks at /proc (it confirms a waiter is asleep in the kernel). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "weft/platform.h"
+
+static weft_platform *plat;
+static volatile int sleeper_tid;
+
+/* A host thread that sleeps, as a guest thread blocked in FUTEX_WAIT would. */
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    sleeper_tid = (int)gettid();
+    for (;;) {
+        struct timespec ts = {1, 0};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static int sleeping_host_thread(void)
+{
+    static pthread_t t;
+    static int tid;
+    if (!tid) {
+        pthread_create(&t, NULL, sleeper, NULL);
+        while (!sleeper_tid)
+            usleep(1000);
+        usleep(20000); /* let it reach nanosleep */
+        tid = sleeper_tid;
+    }
+    return tid;
+}
+
+/* Let the watchdog-style probe see the sleeper asleep. */
+static void settle(void)
+{
+    for (int i = 0; i < 5; i++) {
+        weft_platform_check_deadlock(plat);
+        usleep(30000);
+    }
+}
+
+static void test_threads_start_at_parent_time(void **state)
+{
+    (void)state;
+    int main_pe = weft_platform_thread_create(plat, -1, 1000, 0, 0);
+    assert_int_equal(main_pe, 0);
+    int child = weft_platform_thread_create(plat, main_pe, 1001, 500, 0x4000);
+    assert_int_equal(child, 1);
+    assert_int_equal(weft_platform_thread_start(plat, child), 500);
+    assert_int_equal(weft_platform_thread_parent(plat, child), 0);
+    assert_int_equal(weft_platform_thread_by_tid(plat, 1001), 1);
+    assert_int_equal(weft_platform_thread_by_tid(plat, 4242), -1);
+    assert_int_equal(weft_platform_thread_count(plat), 2);
+}
+
+static void test_futex_wait_returns_at_waker_time(void **state)
+{
+    (void)state;
+    int host = sleeping_host_thread();
+    /* T1 waits at 600 on 0x5000; T0 wakes it at 900: T1 resumes at 900. */
+    weft_platform_futex_wait_enter(plat, 1, 0x5000, 600, host);
+    assert_int_equal(weft_platform_blocked_on(plat, 1), 0x5000);
+    settle();
+    assert_int_equal(weft_platform_futex_wake(plat, 0, 0x5000, 1, 900), 1);
+    assert_int_equal(weft_platform_futex_wait_return(plat, 1, 600), 900);
+    /* A wake before the waiter's own time does not move it back. */
+    weft_platform_futex_wait_enter(plat, 1, 0x5000, 2000, host);
+    settle();
+    assert_int_equal(weft_platform_futex_wake(plat, 0, 0x5000, 1, 1500), 1);
+    assert_int_equal(weft_platform_futex_wait_return(plat, 1, 2000), 2000);
+    /* A wake of another word wakes nobody; the wait returns at its own time
+     * (EAGAIN-like) when the model never woke it. */
+    weft_platform_futex_wait_enter(plat, 1, 0x5000, 2100, host);
+    settle();
+    assert_int_equal(weft_platform_futex_wake(plat, 0, 0x6000, 1, 2500), 0);
+    assert_int_equal(weft_platform_futex_wait_return(plat, 1, 2100), 2100);
+}
+
+static void test_join_through_exit(void **state)
+{
+    (void)state;
+    int host = sleeping_host_thread();
+    /* T0 joins T1: it waits on T1's clear-TID word 0x4000 at 700; T1 exits
+     * at 3000, which wakes the word: T0 resumes at 3000. */
+    weft_platform_futex_wait_enter(plat, 0, 0x4000, 700, host);
+    settle();
+    weft_platform_thread_exit(plat, 1, 3000);
+    assert_int_equal(weft_platform_futex_wait_return(plat, 0, 700), 3000);
+}
+
+static void test_deadlock_detected(void **state)
+{
+    (void)state;
+    int host = sleeping_host_thread();
+    /* T2 and T3 each wait on a word nobody will wake; T0 waits too. */
+    int a = weft_platform_thread_create(plat, 0, 1002, 3100, 0);
+    int b = weft_platform_thread_create(plat, 0, 1003, 3200, 0);
+    weft_platform_futex_wait_enter(plat, a, 0x7000, 3300, host);
+    weft_platform_futex_wait_enter(plat, b, 0x7100, 3400, host);
+    weft_platform_futex_wait_enter(plat, 0, 0x7200, 3500, host);
+    int seen = 0;
+    for (int i = 0; i < 20 && !seen; i++) {
+        seen = weft_platform_check_deadlock(plat);
+        usleep(30000);
+    }
+    assert_true(seen);
+    char buf[1024];
+    weft_platform_describe_blocked(plat, buf, sizeof buf);
+    assert_non_null(strstr(buf, "T2 (tid 1002) waits on futex 0x7000"));
+    assert_non_null(strstr(buf, "T3 (tid 1003) waits on futex 0x7100"));
+}
+
+int main(void)
+{
+    weft_platform_config cfg;
+    weft_platform_config_default(&cfg);
+    cfg.max_pes = 16;
+    char err[256];
+    plat = weft_platform_create(&cfg, err, sizeof err);
+    if (!plat) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_threads_start_at_parent_time),
+        cmocka_unit_test(test_futex_wait_returns_at_waker_time),
+        cmocka_unit_test(test_join_through_exit),
+        cmocka_unit_test(test_deadlock_detected),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
