@@ -314,6 +314,16 @@ static int parse_root(pctx *c, json_t *root, const optimizer_plan_limits *lim, o
     return 0;
 }
 
+/* Errors quote the plan (keys, strings, jansson's "near '...'"), which may
+ * hold newlines or other control characters: keep the message on one line. */
+static int one_line(char *err, size_t errlen)
+{
+    for (char *q = err; errlen && *q; q++)
+        if ((unsigned char)*q < 0x20 || *q == 0x7f)
+            *q = ' ';
+    return -1;
+}
+
 int optimizer_plan_parse(const char *text, const char *name, const optimizer_plan_limits *lim,
                          optimizer_plan *out, char *err, size_t errlen)
 {
@@ -321,13 +331,17 @@ int optimizer_plan_parse(const char *text, const char *name, const optimizer_pla
     memset(out, 0, sizeof *out);
     json_error_t je;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return optimizer_fail(err, errlen, "%s: line %d column %d: %s", name, je.line, je.column,
-                              je.text);
+    if (!root) {
+        optimizer_fail(err, errlen, "%s: line %d column %d: %s", name, je.line, je.column,
+                       je.text);
+        return one_line(err, errlen);
+    }
     int rc = parse_root(&c, root, lim, out);
     json_decref(root);
-    if (rc < 0)
+    if (rc < 0) {
         optimizer_plan_free(out);
+        one_line(err, errlen);
+    }
     return rc;
 }
 
@@ -382,7 +396,8 @@ int optimizer_plan_check_build_id(const optimizer_plan *p, const char *name, con
     const char *want = p->build_id ? p->build_id : "";
     if (strcmp(want, hexid) == 0)
         return 0;
-    return optimizer_fail(err, errlen,
-                          "%s: program.build_id: plan is for build-id \"%s\" but %s has \"%s\"",
-                          name, want, p->program ? p->program : "the binary", hexid);
+    optimizer_fail(err, errlen,
+                   "%s: program.build_id: plan is for build-id \"%s\" but %s has \"%s\"", name,
+                   want, p->program ? p->program : "the binary", hexid);
+    return one_line(err, errlen);
 }

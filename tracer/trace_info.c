@@ -254,7 +254,8 @@ static void print_threads(const weft_trace_summary *s, const uint64_t (*rw)[3], 
 
 static void print_vars(var *vars, size_t nvars, weft_symbols *syms, FILE *out)
 {
-    qsort(vars, nvars, sizeof *vars, var_cmp);
+    if (nvars) /* vars is NULL when there are none, and qsort wants a pointer */
+        qsort(vars, nvars, sizeof *vars, var_cmp);
     fprintf(out,
             "\nshared variables (%zu addresses accessed by 2 or more threads; R read, "
             "W write, M read-modify-write)\n",

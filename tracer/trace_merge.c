@@ -413,8 +413,8 @@ static int scan_spool(int fd, uint64_t off, trc_spool_index *ix)
         if (get_u32(h) != CHUNK_MAGIC || thread >= WEFT_TRACE_MAX_THREADS || count == 0 ||
             count > BLOCK_MAX_EVENTS || len > PAYLOAD_MAX)
             break;
-        if (len > cap) {
-            uint8_t *nb = realloc(buf, len);
+        if (len > cap || !buf) { /* never NULL, even for an empty payload */
+            uint8_t *nb = realloc(buf, len ? len : 1);
             if (!nb)
                 break;
             buf = nb;

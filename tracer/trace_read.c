@@ -320,8 +320,21 @@ int weft_trace_next(weft_trace *t, weft_event *ev)
     if (t->failed)
         return -1;
     while (t->pos == t->nev) {
-        if (t->off >= t->footer_off)
+        if (t->off >= t->footer_off) {
+            /* The footer's per-thread counts are what plans are checked
+             * against: they must be the blocks' own. */
+            for (uint32_t i = 0; i < t->summary.nthreads; i++)
+                if (t->seq[i] != t->summary.threads[i].events) {
+                    snprintf(t->err, sizeof t->err,
+                             "%s: corrupt footer (thread %u has %llu events in the blocks, the "
+                             "footer says %llu)",
+                             t->path, i, (unsigned long long)t->seq[i],
+                             (unsigned long long)t->summary.threads[i].events);
+                    t->failed = true;
+                    return -1;
+                }
             return 0;
+        }
         if (load_block(t) < 0)
             return -1;
     }

@@ -1,0 +1,224 @@
+/* Writes the synthetic part of the fuzz seed corpora with the real writer
+ * and plan APIs: traces (every event kind and flag, two blocks, no events,
+ * salvaged), spools (whole and torn) and plans. The corpora in fuzz/corpus/
+ * are this program's output plus a few traces of fixtures recorded with
+ * `weft trace` (see fuzz/CMakeLists.txt).
+ *   usage: fuzz_make_seeds OUTDIR   (creates OUTDIR/{trace,spool,plan}) */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "weft/optimizer.h"
+#include "weft/trace.h"
+
+static char err[512];
+
+static void die(const char *what)
+{
+    fprintf(stderr, "fuzz_make_seeds: %s: %s\n", what, err[0] ? err : strerror(errno));
+    exit(1);
+}
+
+static weft_trace_meta meta(void)
+{
+    static char *argv[] = {"/b/x", "--threads", "3", "ümlaut,\"q\""};
+    weft_trace_meta m;
+    memset(&m, 0, sizeof m);
+    m.settings.mode = WEFT_MODE_EXACT;
+    m.settings.cpi = 2;
+    m.settings.ps_per_cycle = 1000;
+    m.settings.quantum = 100;
+    m.settings.filter = WEFT_FILTER_RANGES;
+    m.settings.nranges = 2;
+    m.settings.range_lo[0] = 0x4a2000, m.settings.range_hi[0] = 0x4a3000;
+    m.settings.range_lo[1] = 0x10, m.settings.range_hi[1] = 0x20;
+    snprintf(m.settings.policy, sizeof m.settings.policy, "ideal");
+    m.binary_path = "/b/x";
+    for (int i = 0; i < 20; i++)
+        m.build_id[i] = (uint8_t)(0xd0 + i);
+    m.build_id_len = 20;
+    m.argc = 4;
+    m.argv = argv;
+    return m;
+}
+
+static weft_event ev(uint64_t time, uint8_t kind, uint64_t addr, uint8_t size, uint16_t flags)
+{
+    return (weft_event){.time = time, .kind = kind, .addr = addr, .size = size, .flags = flags,
+                        .pc = 0x400000 + 4 * (addr & 0xff)};
+}
+
+static void copy(const char *from, const char *to, long cut)
+{
+    FILE *f = fopen(from, "rb"), *g = fopen(to, "wb");
+    if (!f || !g)
+        die(from);
+    char buf[65536];
+    size_t n;
+    long total = 0;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+        if (cut >= 0 && total + (long)n > cut)
+            n = (size_t)(cut - total);
+        fwrite(buf, 1, n, g);
+        total += (long)n;
+        if (cut >= 0 && total >= cut)
+            break;
+    }
+    fclose(f);
+    if (fclose(g) != 0)
+        die(to);
+}
+
+/* Three threads, every kind and flag, a delay and a deadlock-ish ending. */
+static void kinds(const char *out, const char *spool_copy)
+{
+    weft_trace_meta m = meta();
+    weft_trace_writer *w = weft_trace_writer_open(out, &m, err, sizeof err);
+    if (!w)
+        die(out);
+    weft_event t0[] = {
+        ev(0, WEFT_EV_THREAD_START, UINT32_MAX, 0, 0), ev(1, WEFT_EV_WRITE, 0x4a2078, 8, 0),
+        ev(2, WEFT_EV_SYSCALL, 220, 0, 0),             ev(3, WEFT_EV_RMW, 0x4a2080, 4, 2),
+        ev(5, WEFT_EV_FUTEX_WAIT, 0x4a2080, 0, 0),     ev(9, WEFT_EV_READ, 0x4a2078, 8, 0),
+        ev(12, WEFT_EV_THREAD_EXIT, 0, 0, 0)};
+    weft_event t1[] = {
+        ev(2, WEFT_EV_THREAD_START, 0, 0, 0),      ev(3, WEFT_EV_READ, 0x4a2078, 8, 0),
+        ev(4, WEFT_EV_DELAY, 500, 0, 0),           ev(4, WEFT_EV_WRITE, 0x4a2078, 8, 0),
+        ev(6, WEFT_EV_RMW, 0x4a2080, 4, 1),        ev(7, WEFT_EV_FUTEX_WAKE, 0x4a2080, 0, 0),
+        ev(8, WEFT_EV_WRITE, 0x7ffff000, 1, 4),    ev(8, WEFT_EV_WRITE, 0x4a2078, 64, 0),
+        ev(10, WEFT_EV_THREAD_EXIT, 3, 0, 0)};
+    weft_event t2[] = {ev(3, WEFT_EV_THREAD_START, 1, 0, 0), ev(4, WEFT_EV_WRITE, 0x4a2078, 2, 0),
+                       ev(8, WEFT_EV_WRITE, 0x4a2078, 8, 0), ev(11, WEFT_EV_FUTEX_WAIT, 0x10, 0, 0)};
+    if (weft_trace_writer_append(w, 0, t0, 7) || weft_trace_writer_append(w, 1, t1, 9) ||
+        weft_trace_writer_append(w, 2, t2, 4))
+        die("append");
+    if (spool_copy) {
+        char sp[600];
+        snprintf(sp, sizeof sp, "%s.spool", out);
+        copy(sp, spool_copy, -1);
+    }
+    weft_trace_thread th[3] = {
+        {.id = 0, .parent = UINT32_MAX, .tid = 100, .start_time = 0, .end_time = 12, .insns = 12,
+         .exited = 1},
+        {.id = 1, .parent = 0, .tid = 101, .start_time = 2, .end_time = 10, .insns = 8, .exited = 1,
+         .exit_code = 3},
+        {.id = 2, .parent = 1, .tid = 102, .start_time = 3, .end_time = 13, .insns = 10}};
+    weft_trace_summary s = {.flags = WEFT_TRACE_DEADLOCK, .exit_status = 0, .stall_escapes = 2,
+                            .makespan = 13, .nthreads = 3, .threads = th};
+    if (weft_trace_writer_finish(w, &s, err, sizeof err))
+        die(out);
+}
+
+/* Two threads and more than one block's worth of events. */
+static void blocks(const char *out, const char *spool_copy)
+{
+    weft_trace_meta m = meta();
+    m.settings.mode = WEFT_MODE_FREE;
+    m.settings.filter = WEFT_FILTER_NONSTACK;
+    m.settings.nranges = 0;
+    weft_trace_writer *w = weft_trace_writer_open(out, &m, err, sizeof err);
+    if (!w)
+        die(out);
+    enum { N = 2100 };
+    static weft_event a[N];
+    for (int t = 0; t < 2; t++) {
+        for (int i = 0; i < N; i++)
+            a[i] = ev((uint64_t)i, i % 3 ? WEFT_EV_WRITE : WEFT_EV_READ, 0x4a2078 + 8 * (i % 2), 8,
+                      0);
+        if (weft_trace_writer_append(w, (uint32_t)t, a, N))
+            die("append");
+    }
+    if (spool_copy) {
+        char sp[600];
+        snprintf(sp, sizeof sp, "%s.spool", out);
+        copy(sp, spool_copy, 1000); /* torn inside the first chunk's payload */
+    }
+    if (weft_trace_writer_finish(w, NULL, err, sizeof err))
+        die(out);
+}
+
+static void empty(const char *out)
+{
+    weft_trace_meta m = meta();
+    m.argc = 0;
+    m.build_id_len = 0;
+    weft_trace_writer *w = weft_trace_writer_open(out, &m, err, sizeof err);
+    if (!w || weft_trace_writer_finish(w, NULL, err, sizeof err))
+        die(out);
+}
+
+/* A run that died: the spool salvaged into a trace. */
+static void salvaged(const char *out)
+{
+    /* A child writes the spool and dies without finishing, like a killed qemu. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        weft_trace_meta m = meta();
+        weft_trace_writer *w = weft_trace_writer_open(out, &m, err, sizeof err);
+        weft_event e[] = {ev(0, WEFT_EV_THREAD_START, UINT32_MAX, 0, 0),
+                          ev(4, WEFT_EV_WRITE, 0x4a2078, 8, 0)};
+        weft_event f[] = {ev(1, WEFT_EV_THREAD_START, 0, 0, 0),
+                          ev(4, WEFT_EV_WRITE, 0x4a2078, 8, 0)};
+        _exit(!w || weft_trace_writer_append(w, 0, e, 2) || weft_trace_writer_append(w, 1, f, 2));
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || st != 0)
+        die("spool writer");
+    if (weft_trace_salvage(out, WEFT_TRACE_CRASHED, -11, err, sizeof err))
+        die(out);
+}
+
+static void plan(const char *out, int with_symbols)
+{
+    weft_trace_meta m = meta();
+    optimizer_plan p;
+    if (optimizer_plan_init(&p, &m))
+        die("plan");
+    optimizer_plan_set_search(&p, with_symbols ? "sa" : "manual", with_symbols ? 7 : 0,
+                              with_symbols ? 10000000 : 0, with_symbols ? 4711 : 0);
+    optimizer_injection j = {.thread = 1, .seq = 3, .pc = 0x400a10, .delay_ns = 1500};
+    if (with_symbols) {
+        j.function = "worker", j.file = "x.c", j.line = 42, j.variable = "total", j.offset = 8;
+        j.has_predicted = 1;
+        j.predicted = (optimizer_predicted){.thread_a = 1, .seq_a = 3, .thread_b = 2, .seq_b = 1,
+                                            .address = 0x4a2080, .time = 23000};
+    }
+    if (optimizer_plan_add(&p, &j))
+        die("plan");
+    j = (optimizer_injection){.thread = 0, .seq = 0, .pc = 0x400000, .delay_ns = 0};
+    if (optimizer_plan_add(&p, &j) || optimizer_plan_write(&p, out, err, sizeof err))
+        die(out);
+    optimizer_plan_free(&p);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: fuzz_make_seeds OUTDIR\n");
+        return 2;
+    }
+    char p[3][512], a[600], b[600];
+    const char *sub[3] = {"trace", "spool", "plan"};
+    mkdir(argv[1], 0755);
+    for (int i = 0; i < 3; i++) {
+        snprintf(p[i], sizeof p[i], "%s/%s", argv[1], sub[i]);
+        mkdir(p[i], 0755);
+    }
+    snprintf(a, sizeof a, "%s/kinds.wtr", p[0]), snprintf(b, sizeof b, "%s/kinds.spool", p[1]);
+    kinds(a, b);
+    snprintf(a, sizeof a, "%s/blocks.wtr", p[0]), snprintf(b, sizeof b, "%s/torn.spool", p[1]);
+    blocks(a, b);
+    snprintf(a, sizeof a, "%s/empty.wtr", p[0]);
+    empty(a);
+    snprintf(a, sizeof a, "%s/salvaged.wtr", p[0]);
+    salvaged(a);
+    snprintf(a, sizeof a, "%s/sa.json", p[2]);
+    plan(a, 1);
+    snprintf(a, sizeof a, "%s/manual.json", p[2]);
+    plan(a, 0);
+    return 0;
+}
