@@ -1,4 +1,5 @@
 /* weft trace: run a program on the ideal platform and record its trace. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -80,6 +81,29 @@ static int add_var_filter(trace_opts *o, const char *binary, const char *name)
     char range[64];
     snprintf(range, sizeof range, "%" PRIx64 "-%" PRIx64, addr, addr + (size ? size : 1));
     return add_arg(o, "range=%s", range);
+}
+
+/* Refuse an output path the trace could never be renamed to before running
+ * the guest (the tracer would fail only after the whole run). */
+static int check_output(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        cli_error("%s: is a directory", path);
+        return -1;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        slash[slash == dir] = 0; /* "/x.wtr" -> "/" */
+    if (access(dir, W_OK) != 0) {
+        cli_error("%s: cannot write there: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 void trace_print_summary(const char *path, double wall_s)
@@ -209,7 +233,7 @@ int cmd_trace(int argc, char **argv)
                      .argc = argc - optind,
                      .sysroot = o.sysroot,
                      .timeout_s = o.timeout};
-    if (guest_check_binary(run.binary, run.sysroot))
+    if (guest_check_binary(run.binary, run.sysroot) || check_output(o.out))
         return WEFT_EXIT_FAIL;
     for (int i = 0; i < nvars; i++)
         if (add_var_filter(&o, run.binary, vars[i]))

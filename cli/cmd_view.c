@@ -1,4 +1,5 @@
 /* weft info / weft export: looking at a trace. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,8 +53,18 @@ int cmd_info(int argc, char **argv)
     if (!t)
         return WEFT_EXIT_FAIL;
     int rc = weft_trace_print_info(t, s, stdout);
-    if (rc != 0)
-        cli_error("%s: %s", argv[optind], weft_trace_error(t));
+    /* Output to a full disk or closed pipe fails at the flush, if not before. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_error("%s: cannot write the summary: %s", argv[optind], strerror(errno));
+        rc = -1;
+    } else if (rc != 0) {
+        /* The reader's errors already name the trace. */
+        const char *e = weft_trace_error(t);
+        if (e && *e)
+            cli_error("%s", e);
+        else
+            cli_error("%s: out of memory", argv[optind]);
+    }
     close_with_symbols(t, s);
     return rc ? WEFT_EXIT_FAIL : WEFT_EXIT_OK;
 }
