@@ -185,17 +185,21 @@ static void report_run(const replay_config *c, uint64_t seed, const char *tmp_di
     const char *detail = json_string_value(json_object_get(o, "detail"));
     const char *trace = json_string_value(json_object_get(o, "trace"));
     if (c->seed_given) {
-        char *cps = json_dumps(json_object_get(o, "change_points"), JSON_COMPACT | JSON_ENCODE_ANY);
+        json_t *st = json_object_get(o, "steps"), *cp = json_object_get(o, "change_points");
+        char *cps = json_is_array(cp) ? json_dumps(cp, JSON_COMPACT) : NULL;
+        char steps[32] = "unknown";
+        if (json_is_integer(st))
+            snprintf(steps, sizeof steps, "%" JSON_INTEGER_FORMAT, json_integer_value(st));
         printf("seed %" PRIu64 ": %s%s%s\n", seed, verdict, detail && *detail ? ": " : "",
                detail ? detail : "");
-        printf("  steps %" JSON_INTEGER_FORMAT ", change points %s, starvation overrides %" JSON_INTEGER_FORMAT
+        printf("  steps %s, change points %s, starvation overrides %" JSON_INTEGER_FORMAT
                ", threads %" JSON_INTEGER_FORMAT ", virtual makespan %" JSON_INTEGER_FORMAT
-               " ns, wall %.3f s\n",
-               json_integer_value(json_object_get(o, "steps")), cps ? cps : "null",
-               json_integer_value(json_object_get(o, "overrides")),
+               " ns, wall %.3f s%s\n",
+               steps, cps ? cps : "unknown", json_integer_value(json_object_get(o, "overrides")),
                json_integer_value(json_object_get(o, "threads")),
                json_integer_value(json_object_get(o, "makespan_ns")),
-               json_number_value(json_object_get(o, "wall_s")));
+               json_number_value(json_object_get(o, "wall_s")),
+               json_is_integer(st) ? "" : " (the run ended before the plugin wrote its record)");
         free(cps);
         if (trace)
             printf("  trace %s/%s (weft info, weft export)\n", c->out_dir, trace);
@@ -230,8 +234,9 @@ static void progress_show(progress *p)
     double eta = per * (double)(p->total - p->done);
     if (p->tty) {
         int width = 30, fill = p->total ? (int)(width * p->done / p->total) : width;
-        fprintf(stderr, "\r\033[K[%.*s%*s] %" PRIu64 "/%" PRIu64 " runs, %" PRIu64
-                        " hit%s, %.2f s/run, ETA %.0f s",
+        fprintf(stderr,
+                "\r\033[K[%.*s%*s] %" PRIu64 "/%" PRIu64 " runs, %" PRIu64
+                " hit%s, %.2f s/run, ETA %.0f s",
                 fill, "##############################", width - fill, "", p->done, p->total,
                 p->hits, p->hits == 1 ? "" : "s", per, eta);
         fflush(stderr);
@@ -286,8 +291,7 @@ int replay_campaign(replay_config *c)
     if (!c->seed_given)
         printf("weft: seeds %" PRIu64 "..%" PRIu64 ": %" PRIu64 " to run (%" PRIu64
                " already done), %u at a time -> %s\n",
-               c->first_seed, c->first_seed + c->runs - 1, ntodo, c->runs - ntodo, jobs,
-               runs_path);
+               c->first_seed, c->first_seed + c->runs - 1, ntodo, c->runs - ntodo, jobs, runs_path);
     fflush(stdout);
 
     struct sigaction sa = {0}, old_int, old_term;

@@ -193,8 +193,8 @@ static int write_shared_pcs(const char *trace_path, const char *path, uint64_t *
 
 /* Run the guest under the tracer with these plugin args, stdout and stderr
  * into files (as in replays). */
-static int profile_run(const replay_config *c, const char *args, const char *trace,
-                       const char *dir, guest_result *r, uint32_t *flags)
+static int profile_run(const replay_config *c, const char *args, const char *trace, const char *dir,
+                       guest_result *r, uint32_t *flags)
 {
     char out[PATH_MAX + 32], errf[PATH_MAX + 32];
     snprintf(out, sizeof out, "%s/profile.stdout", dir);
@@ -237,6 +237,55 @@ static int profile_run(const replay_config *c, const char *args, const char *tra
     return 0;
 }
 
+/* A run killed by a signal leaves no plugin record: count its schedule
+ * points from the trace (syscalls, atomics, and the plain accesses that are
+ * points), and its threads. */
+static int estimate_steps(const replay_config *c, const char *trace, uint64_t *steps,
+                          uint64_t *threads)
+{
+    char err[512];
+    weft_trace *t = weft_trace_open(trace, err, sizeof err);
+    if (!t) {
+        cli_error("profiling run: %s", err);
+        return -1;
+    }
+    uint64_t *pcs = NULL;
+    size_t npcs = 0, cap = 0;
+    FILE *f =
+        c->points == POINTS_SHARED || c->points == POINTS_PCS ? fopen(c->pcs_path, "r") : NULL;
+    char line[64];
+    while (f && fgets(line, sizeof line, f)) {
+        if (npcs == cap) {
+            cap = cap ? cap * 2 : 256;
+            uint64_t *n = realloc(pcs, cap * sizeof *n);
+            if (!n)
+                break;
+            pcs = n;
+        }
+        pcs[npcs++] = strtoull(line, NULL, 16);
+    }
+    if (f)
+        fclose(f);
+    qsort(pcs, npcs, sizeof *pcs, cmp_u64);
+    weft_event ev;
+    uint64_t n = 0;
+    while (weft_trace_next(t, &ev) == 1) {
+        if (ev.kind == WEFT_EV_SYSCALL || ev.kind == WEFT_EV_FUTEX_WAIT ||
+            ev.kind == WEFT_EV_FUTEX_WAKE || ev.kind == WEFT_EV_RMW ||
+            (weft_event_is_access(ev.kind) && (ev.flags & (WEFT_EVF_ATOMIC | WEFT_EVF_EXCLUSIVE))))
+            n++;
+        else if (weft_event_is_access(ev.kind) && !(ev.flags & WEFT_EVF_STACK) &&
+                 (c->points == POINTS_ALL ||
+                  (npcs && bsearch(&ev.pc, pcs, npcs, sizeof *pcs, cmp_u64))))
+            n++;
+    }
+    *steps = n;
+    *threads = weft_trace_get_summary(t)->nthreads;
+    weft_trace_close(t);
+    free(pcs);
+    return 0;
+}
+
 static const char *outcome(const guest_result *r, uint32_t flags, char *buf, size_t len)
 {
     if (flags & WEFT_TRACE_DEADLOCK)
@@ -269,11 +318,11 @@ int replay_profile(replay_config *c)
         if (write_shared_pcs(trace, c->pcs_path, &c->npcs, &naddrs))
             return -1;
         unlink(trace);
-        printf("weft: profiling trace: %" PRIu64 " shared address%s (8-byte granules accessed by "
-               "2+ threads, 1+ write), %" PRIu64 " instruction%s touching them -> %s (%.2f s)%s%s\n",
-               naddrs, naddrs == 1 ? "" : "es", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
-               replay_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "",
-               note);
+        printf(
+            "weft: profiling trace: %" PRIu64 " shared address%s (8-byte granules accessed by "
+            "2+ threads, 1+ write), %" PRIu64 " instruction%s touching them -> %s (%.2f s)%s%s\n",
+            naddrs, naddrs == 1 ? "" : "es", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
+            replay_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "", note);
     }
     if (c->k && c->n)
         return 0;
@@ -294,25 +343,26 @@ int replay_profile(replay_config *c)
     double t0 = replay_now_s();
     if (profile_run(c, args, trace, dir, &r, &flags))
         return -1;
-    unlink(trace);
-    json_error_t jerr;
-    json_t *rec = json_load_file(record, 0, &jerr);
+    json_t *rec = json_load_file(record, 0, NULL);
     unlink(record);
-    if (!rec) {
-        cli_error("profiling run wrote no record (%s)", jerr.text);
+    uint64_t steps = 0, threads = 0;
+    int estimated = !rec;
+    if (rec) {
+        steps = (uint64_t)json_integer_value(json_object_get(rec, "steps"));
+        threads = (uint64_t)json_integer_value(json_object_get(rec, "threads"));
+        json_decref(rec);
+    } else if (estimate_steps(c, trace, &steps, &threads)) {
         return -1;
     }
-    uint64_t steps = (uint64_t)json_integer_value(json_object_get(rec, "steps"));
-    uint64_t threads = (uint64_t)json_integer_value(json_object_get(rec, "threads"));
-    json_decref(rec);
+    unlink(trace);
     if (!c->k)
         c->k = steps ? steps : 1;
     if (!c->n)
         c->n = threads ? threads : 1;
-    printf("weft: profiling run (random, seed 0, points %s): %" PRIu64
-           " schedule points, %" PRIu64 " threads -> k = %" PRIu64 ", n = %" PRIu64
-           " (%.2f s)%s%s\n",
+    printf("weft: profiling run (random, seed 0, points %s): %" PRIu64 " schedule points, %" PRIu64
+           " threads -> k = %" PRIu64 ", n = %" PRIu64 " (%.2f s)%s%s%s\n",
            replay_points_name(c->points), steps, threads, c->k, c->n, replay_now_s() - t0,
+           estimated ? "; counted from its trace: it died before the plugin wrote its record" : "",
            outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "", note);
     return 0;
 }

@@ -122,8 +122,9 @@ static size_t shell_word(char *buf, size_t len, const char *s)
 {
     if (len == 0)
         return 0;
-    if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=+,@%") ==
-                  strlen(s))
+    if (*s &&
+        strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=+,@%") ==
+            strlen(s))
         return (size_t)snprintf(buf, len, " %s", s);
     size_t n = (size_t)snprintf(buf, len, " '");
     for (; *s && n + 5 < len; s++)
@@ -181,8 +182,8 @@ void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size
 }
 
 /* The first line of `path` starting with `prefix` (newline stripped), or
- * the last non-empty line when prefix is NULL. */
-static int find_line(const char *path, const char *prefix, char *out, size_t len)
+ * the last non-empty line that is not qemu's or weft's when prefix is NULL. */
+static int find_line(const char *path, const char *prefix, int skip_tools, char *out, size_t len)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -191,7 +192,9 @@ static int find_line(const char *path, const char *prefix, char *out, size_t len
     int found = -1;
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
-        if (prefix ? !strncmp(line, prefix, strlen(prefix)) : line[0] != 0) {
+        if (prefix ? !strncmp(line, prefix, strlen(prefix))
+                   : line[0] != 0 &&
+                         (!skip_tools || (strncmp(line, "qemu:", 5) && strncmp(line, "weft", 4)))) {
             snprintf(out, len, "%s", line);
             found = 0;
             if (prefix)
@@ -229,6 +232,38 @@ static long first_difference(const char *a, const char *b)
     return diff;
 }
 
+/* The plugin records a futex wait at syscall entry, where QEMU gives it no
+ * pc; the wait's place is then told by the thread's last events: the last
+ * instruction with a pc (inside the lock function, e.g.
+ * __pthread_mutex_lock) and the last one with a source line (the caller's
+ * code; a static glibc has no line information). */
+#define RECENT_PCS 256
+
+typedef struct thread_tail {
+    weft_event last;
+    int seen;
+    uint64_t pcs[RECENT_PCS]; /* ring of the thread's last distinct non-zero pcs */
+    unsigned npcs, head;
+} thread_tail;
+
+static void tail_add(thread_tail *t, const weft_event *ev)
+{
+    t->last = *ev;
+    t->seen = 1;
+    if (!ev->pc || (t->npcs && t->pcs[(t->head + RECENT_PCS - 1) % RECENT_PCS] == ev->pc))
+        return;
+    t->pcs[t->head] = ev->pc;
+    t->head = (t->head + 1) % RECENT_PCS;
+    if (t->npcs < RECENT_PCS)
+        t->npcs++;
+}
+
+static const char *base_name(const char *file)
+{
+    const char *b = file ? strrchr(file, '/') : NULL;
+    return b ? b + 1 : file;
+}
+
 /* Each live thread of a deadlocked run whose last event is a futex wait:
  * which word, which object, where. Appends to `waits` and `detail`. */
 static void describe_waits(const char *trace_path, const char *binary, json_t *waits, char *detail,
@@ -240,60 +275,89 @@ static void describe_waits(const char *trace_path, const char *binary, json_t *w
         return;
     const weft_trace_summary *s = weft_trace_get_summary(t);
     uint32_t nt = s->nthreads;
-    weft_event *last = calloc(nt ? nt : 1, sizeof *last);
-    int *seen = calloc(nt ? nt : 1, sizeof *seen);
+    thread_tail *tails = calloc(nt ? nt : 1, sizeof *tails);
     weft_event ev;
-    while (last && seen && weft_trace_next(t, &ev) == 1)
-        if (ev.thread < nt) {
-            last[ev.thread] = ev;
-            seen[ev.thread] = 1;
-        }
+    while (tails && weft_trace_next(t, &ev) == 1)
+        if (ev.thread < nt)
+            tail_add(&tails[ev.thread], &ev);
     weft_symbols *syms = weft_symbols_open(binary, err, sizeof err);
     size_t n = strlen(detail);
-    for (uint32_t i = 0; last && seen && i < nt; i++) {
-        if (s->threads[i].exited || !seen[i] || last[i].kind != WEFT_EV_FUTEX_WAIT)
+    for (uint32_t i = 0; tails && i < nt; i++) {
+        const thread_tail *tt = &tails[i];
+        if (s->threads[i].exited || !tt->seen || tt->last.kind != WEFT_EV_FUTEX_WAIT)
             continue;
-        const char *fn = NULL, *file = NULL, *obj = NULL;
-        int lineno = 0;
-        uint64_t off = 0;
+        const char *obj = NULL, *fn = NULL, *file = NULL, *ufn = NULL, *ufile = NULL;
+        const char *api = NULL; /* e.g. pthread_mutex_lock */
+        int line = 0, uline = 0;
+        uint64_t off = 0, pc = tt->last.pc, upc = 0;
         if (syms) {
-            weft_symbols_pc(syms, last[i].pc, &fn, &file, &lineno);
-            weft_symbols_data(syms, last[i].addr, &obj, &off);
+            weft_symbols_data(syms, tt->last.addr, &obj, &off);
+            for (unsigned j = 0; j < tt->npcs; j++) {
+                uint64_t p = tt->pcs[(tt->head + RECENT_PCS - 1 - j) % RECENT_PCS];
+                const char *f = NULL, *fl = NULL;
+                int l = 0;
+                weft_symbols_pc(syms, p, &f, &fl, &l);
+                if (j == 0 && !pc) {
+                    pc = p;
+                    fn = f;
+                    file = fl;
+                    line = l;
+                }
+                /* The call the thread is in: the first function going back
+                 * that is not an atomic helper or the futex lock slow path. */
+                if (!api && f && strncmp(f, "__aarch64_", 10) && strncmp(f, "__lll_", 6) &&
+                    strncmp(f, "__futex", 7) && !strstr(f, "asynccancel"))
+                    api = f;
+                if (fl && l) {
+                    ufn = f;
+                    ufile = fl;
+                    uline = l;
+                    upc = p;
+                    break;
+                }
+            }
+            if (pc == tt->last.pc && pc)
+                weft_symbols_pc(syms, pc, &fn, &file, &line);
         }
-        const char *base = file ? strrchr(file, '/') : NULL;
-        base = base ? base + 1 : file;
-        char futex[32], where[512], what[300];
-        snprintf(futex, sizeof futex, "0x%" PRIx64, last[i].addr);
+        char futex[32], what[300], where[600];
+        snprintf(futex, sizeof futex, "0x%" PRIx64, tt->last.addr);
         if (obj && off)
             snprintf(what, sizeof what, "%s (%s+%" PRIu64 ")", futex, obj, off);
         else if (obj)
             snprintf(what, sizeof what, "%s (%s)", futex, obj);
         else
             snprintf(what, sizeof what, "%s", futex);
-        if (fn && base && lineno)
-            snprintf(where, sizeof where, "%s (%s:%d)", fn, base, lineno);
+        int w = 0;
+        if (api && fn && strcmp(api, fn))
+            w = snprintf(where, sizeof where, "in %s (%s)", api, fn);
         else if (fn)
-            snprintf(where, sizeof where, "%s", fn);
+            w = snprintf(where, sizeof where, "in %s", fn);
         else
-            snprintf(where, sizeof where, "pc 0x%" PRIx64, last[i].pc);
-        json_t *w = json_object();
-        json_object_set_new(w, "thread", json_integer(i));
-        json_object_set_new(w, "futex", json_string(futex));
-        json_object_set_new(w, "object", obj ? json_string(obj) : json_null());
-        json_object_set_new(w, "pc", json_integer((json_int_t)last[i].pc));
-        json_object_set_new(w, "function", fn ? json_string(fn) : json_null());
-        json_object_set_new(w, "file", base ? json_string(base) : json_null());
-        json_object_set_new(w, "line", json_integer(lineno));
-        json_object_set_new(w, "since_ns", json_integer((json_int_t)last[i].time));
-        json_array_append_new(waits, w);
+            w = snprintf(where, sizeof where, "at pc 0x%" PRIx64, pc);
+        if (ufn && upc != pc)
+            snprintf(where + w, sizeof where - (size_t)w, ", last own code %s (%s:%d)", ufn,
+                     base_name(ufile), uline);
+        else if (ufn)
+            snprintf(where + w, sizeof where - (size_t)w, " (%s:%d)", base_name(ufile), uline);
+        json_t *o = json_object();
+        json_object_set_new(o, "thread", json_integer(i));
+        json_object_set_new(o, "futex", json_string(futex));
+        json_object_set_new(o, "object", obj ? json_string(obj) : json_null());
+        json_object_set_new(o, "pc", json_integer((json_int_t)pc));
+        json_object_set_new(o, "function", fn ? json_string(fn) : json_null());
+        json_object_set_new(o, "call", api ? json_string(api) : json_null());
+        json_object_set_new(o, "caller", ufn ? json_string(ufn) : json_null());
+        json_object_set_new(o, "file", ufile ? json_string(base_name(ufile)) : json_null());
+        json_object_set_new(o, "line", json_integer(uline));
+        json_object_set_new(o, "since_ns", json_integer((json_int_t)tt->last.time));
+        json_array_append_new(waits, o);
         if (n < len)
-            n += (size_t)snprintf(detail + n, len - n, "%sT%u waits on futex %s at %s",
-                                  n ? "; " : "", i, what, where);
+            n += (size_t)snprintf(detail + n, len - n, "%sT%u waits on futex %s %s", n ? "; " : "",
+                                  i, what, where);
     }
     if (syms)
         weft_symbols_close(syms);
-    free(last);
-    free(seen);
+    free(tails);
     weft_trace_close(t);
 }
 
@@ -361,7 +425,7 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     }
     if (rc != 0) {
         char last[1024] = "";
-        find_line(errf, NULL, last, sizeof last);
+        find_line(errf, NULL, 0, last, sizeof last);
         cli_error("seed %" PRIu64 ": the run produced no trace: %s", seed,
                   last[0] ? last : "(no message)");
         return -1;
@@ -380,16 +444,14 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
                  c->timeout);
     } else if (r.end == GUEST_SIGNALED) {
         v = r.status == SIGABRT ? REPLAY_ABORT : REPLAY_CRASH;
+        /* The guest's own last words (an assertion message) if any. */
         char last[1024] = "";
-        if (v == REPLAY_ABORT && find_line(errf, NULL, last, sizeof last) == 0 &&
-            strncmp(last, "weft", 4) && strncmp(last, "qemu", 4))
-            snprintf(detail, sizeof detail, "%s", last);
-        else
-            snprintf(detail, sizeof detail, "killed by signal %d (%s)", r.status,
-                     strsignal(r.status));
+        find_line(errf, NULL, 1, last, sizeof last);
+        snprintf(detail, sizeof detail, "killed by signal %d (%s)%s%s", r.status,
+                 strsignal(r.status), last[0] ? ": " : "", last);
     } else if (r.status != c->expect_exit) {
         char bug[1024];
-        if (find_line(out, "BUG:", bug, sizeof bug) == 0) {
+        if (find_line(out, "BUG:", 0, bug, sizeof bug) == 0) {
             v = REPLAY_BUG;
             snprintf(detail, sizeof detail, "%s", bug);
         } else {
@@ -433,14 +495,15 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     json_object_set_new(o, "detail", json_string(detail));
     json_object_set_new(o, "policy", json_string(pct_kind_name(c->kind)));
     json_object_set_new(o, "depth", json_integer((json_int_t)c->depth));
-    json_object_set_new(o, "radius",
-                        c->kind == PCT_KIND_RPRO ? json_integer((json_int_t)c->radius) : json_null());
+    json_object_set_new(
+        o, "radius", c->kind == PCT_KIND_RPRO ? json_integer((json_int_t)c->radius) : json_null());
     json_object_set_new(o, "n", json_integer((json_int_t)c->n));
     json_object_set_new(o, "k", json_integer((json_int_t)c->k));
     json_object_set_new(o, "points", json_string(replay_points_name(c->points)));
     json_object_set_new(o, "exit_status",
                         r.end == GUEST_EXITED ? json_integer(r.status) : json_null());
-    json_object_set_new(o, "signal", r.end == GUEST_SIGNALED ? json_integer(r.status) : json_null());
+    json_object_set_new(o, "signal",
+                        r.end == GUEST_SIGNALED ? json_integer(r.status) : json_null());
     json_t *steps = rec ? json_object_get(rec, "steps") : NULL;
     json_t *cps = rec ? json_object_get(rec, "change_points") : NULL;
     json_t *ovr = rec ? json_object_get(rec, "overrides") : NULL;

@@ -109,15 +109,15 @@ int replay_summary_read(const char *path, replay_summary *s, char *err, size_t e
             rows = n;
         }
         json_t *st = json_object_get(o, "steps"), *ov = json_object_get(o, "overrides");
-        rows[nrows++] = (run_row){
-            .seed = (uint64_t)json_integer_value(seed),
-            .line = lineno,
-            .verdict = (int)v,
-            .steps = json_is_integer(st) ? json_integer_value(st) : -1,
-            .overrides = json_is_integer(ov) ? json_integer_value(ov) : -1,
-            .threads = (uint64_t)json_integer_value(json_object_get(o, "threads")),
-            .makespan = (uint64_t)json_integer_value(json_object_get(o, "makespan_ns")),
-            .wall = json_number_value(json_object_get(o, "wall_s"))};
+        rows[nrows++] =
+            (run_row){.seed = (uint64_t)json_integer_value(seed),
+                      .line = lineno,
+                      .verdict = (int)v,
+                      .steps = json_is_integer(st) ? json_integer_value(st) : -1,
+                      .overrides = json_is_integer(ov) ? json_integer_value(ov) : -1,
+                      .threads = (uint64_t)json_integer_value(json_object_get(o, "threads")),
+                      .makespan = (uint64_t)json_integer_value(json_object_get(o, "makespan_ns")),
+                      .wall = json_number_value(json_object_get(o, "wall_s"))};
         json_decref(o);
     }
     free(buf);
@@ -182,9 +182,8 @@ int replay_summary_write(const replay_summary *s, const char *path, double campa
     json_t *o = json_object();
     json_object_set_new(o, "policy", json_string(s->policy));
     json_object_set_new(o, "depth", json_integer((json_int_t)s->depth));
-    json_object_set_new(o, "radius", strcmp(s->policy, "rpro")
-                                         ? json_null()
-                                         : json_integer((json_int_t)s->radius));
+    json_object_set_new(
+        o, "radius", strcmp(s->policy, "rpro") ? json_null() : json_integer((json_int_t)s->radius));
     json_object_set_new(o, "n", json_integer((json_int_t)s->n));
     json_object_set_new(o, "k", json_integer((json_int_t)s->k));
     json_object_set_new(o, "points", json_string(s->points));
@@ -200,11 +199,12 @@ int replay_summary_write(const replay_summary *s, const char *path, double campa
         json_object_set_new(v, replay_verdict_name((replay_verdict)i),
                             json_integer((json_int_t)s->verdicts[i]));
     json_object_set_new(o, "verdicts", v);
-    json_object_set_new(o, "seeds", json_pack("[I,I]", (json_int_t)s->seed_min,
-                                               (json_int_t)s->seed_max));
-    json_object_set_new(o, "first_hit_seed", s->first_hit_seed == UINT64_MAX
-                                                 ? json_null()
-                                                 : json_integer((json_int_t)s->first_hit_seed));
+    json_object_set_new(o, "seeds",
+                        json_pack("[I,I]", (json_int_t)s->seed_min, (json_int_t)s->seed_max));
+    json_object_set_new(o, "first_hit_seed",
+                        s->first_hit_seed == UINT64_MAX
+                            ? json_null()
+                            : json_integer((json_int_t)s->first_hit_seed));
     json_object_set_new(o, "runs_to_first_hit",
                         s->first_hit_seed != UINT64_MAX && s->complete_prefix
                             ? json_integer((json_int_t)(s->first_hit_seed - s->seed_min + 1))
@@ -217,7 +217,7 @@ int replay_summary_write(const replay_summary *s, const char *path, double campa
     json_object_set_new(o, "wall_s_runs_total", json_real(s->wall_total_s));
     json_object_set_new(o, "wall_s_campaign",
                         campaign_wall_s >= 0 ? json_real(campaign_wall_s) : json_null());
-    char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
     json_decref(o);
     if (!text) {
         snprintf(err, errlen, "out of memory");

@@ -75,7 +75,8 @@ void weft_platform::probe(int q)
     s.last_probe_ns.store(t, std::memory_order_relaxed);
     int st = s.state.load();
     if (st == FUTEX_ENTERING) {
-        if (host_thread_state(s.host_tid) == 'S') {
+        // Asleep in weft's own code is on one of its locks, not in the futex.
+        if (!s.busy.load() && host_thread_state(s.host_tid) == 'S' && !s.busy.load()) {
             std::lock_guard<std::mutex> g(mu);
             if (s.state.load() == FUTEX_ENTERING)
                 policy_state_changed_locked(q, BLOCKED);

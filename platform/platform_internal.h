@@ -41,6 +41,9 @@ struct Slot {
     uint64_t grant_at = 0;
     std::atomic<int> in_syscall{0}; // between a syscall gate and its return
     std::atomic<int> waiting{0};    // sleeping in one of our gates, not in qemu
+    // Inside the plugin's callbacks (nested count): asleep there means on one
+    // of weft's own locks, never in a qemu exclusive section.
+    std::atomic<int> busy{0};
 };
 
 uint64_t now_ns();

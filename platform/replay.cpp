@@ -118,14 +118,15 @@ void weft_platform::reschedule_locked()
 bool weft_platform::holder_stuck_in_qemu(int h)
 {
     Slot &s = slots[h];
-    if (s.state.load() != RUNNING || s.in_syscall.load() || s.waiting.load())
-        return false;
-    if (host_thread_state(s.host_tid) != 'S')
+    auto outside_weft = [&s] {
+        return s.state.load() == RUNNING && !s.in_syscall.load() && !s.waiting.load() &&
+               !s.busy.load();
+    };
+    if (!outside_weft() || host_thread_state(s.host_tid) != 'S')
         return false;
     timespec ts = {0, 200000};
     nanosleep(&ts, nullptr);
-    return s.state.load() == RUNNING && !s.in_syscall.load() && !s.waiting.load() &&
-           host_thread_state(s.host_tid) == 'S';
+    return outside_weft() && host_thread_state(s.host_tid) == 'S';
 }
 
 namespace
@@ -256,6 +257,16 @@ uint64_t weft_platform_await_turn(weft_platform *p, int pe, uint64_t cycles)
 void weft_platform_syscall_done(weft_platform *p, int pe)
 {
     p->slots[pe].in_syscall.store(0);
+}
+
+void weft_platform_busy(weft_platform *p, int pe, int delta)
+{
+    p->slots[pe].busy.fetch_add(delta);
+}
+
+int weft_platform_stuck_in_qemu(weft_platform *p, int pe)
+{
+    return p->holder_stuck_in_qemu(pe) ? 1 : 0;
 }
 
 } // extern "C"

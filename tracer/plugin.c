@@ -96,8 +96,10 @@ void plugin_flush(vcpu_state *v)
     if (v->nbuf == 0 || v->pe < 0)
         return;
     if (tracing_here() && g_plugin.writer && !atomic_load(&g_plugin.finished)) {
+        weft_platform_busy(g_plugin.platform, v->pe, 1); /* may sleep on the writer's lock */
         if (weft_trace_writer_append(g_plugin.writer, (uint32_t)v->pe, v->buf, v->nbuf) != 0)
             atomic_fetch_add(&g_plugin.write_errors, 1);
+        weft_platform_busy(g_plugin.platform, v->pe, -1);
     }
     v->nbuf = 0;
 }
@@ -107,6 +109,8 @@ void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, 
 {
     if (v->pe < 0 || cycles > atomic_load_explicit(&g_plugin.exit_cycles, memory_order_relaxed))
         return;
+    if (!v->begun && kind != WEFT_EV_THREAD_START)
+        plugin_begin_thread(v, 0); /* an event before its first turn: it started unordered */
     if (g_plugin.cfg.inject && kind != WEFT_EV_DELAY)
         cycles += inject_apply(v, cycles, pc); /* not applied at a gate: shift here */
     weft_event *e = &v->buf[v->nbuf++];
@@ -147,20 +151,54 @@ static void bind_vcpu(vcpu_state *v)
            !weft_platform_is_exiting(g_plugin.platform))
         nanosleep(&nap, NULL);
     v->pe = pe;
+    v->begun = 0;
     v->tb_base = v->insns = 0;
     v->nbuf = 0;
-    v->offset = plugin_may_wait_in_exec(v) ? weft_platform_thread_begin(g_plugin.platform, pe)
-                                           : weft_platform_thread_start(g_plugin.platform, pe);
+    v->offset = weft_platform_thread_start(g_plugin.platform, pe);
     v->last_gate = 0;
     /* Children: the mapping clone's newsp points into. Main thread: learnt
      * from its first SP-based access. */
     v->stack_lo = g_plugin.threads[pe].stack_lo;
     v->stack_hi = g_plugin.threads[pe].stack_hi;
+}
+
+/* The thread's first turn. `wait` says whether it may wait for it here (a
+ * replay policy's token); a thread that runs before it could wait (see
+ * plugin_may_wait_in_exec) starts at its creation time. */
+void plugin_begin_thread(vcpu_state *v, int wait)
+{
+    weft_platform *p = g_plugin.platform;
+    v->begun = 1;
+    if (wait) /* the offset is still its creation time: it executed no block yet, or one unordered
+               */
+        v->offset = weft_platform_thread_begin(p, v->pe);
     /* Host TIDs differ from run to run; the trace records the creator's
      * index instead so that identical runs give identical files. */
-    int parent = weft_platform_thread_parent(g_plugin.platform, pe);
+    int parent = weft_platform_thread_parent(p, v->pe);
     plugin_record(v, WEFT_EV_THREAD_START, v->offset, parent < 0 ? UINT32_MAX : (uint64_t)parent, 0,
                   0, 0);
+}
+
+/* May this vCPU wait inside guest code (an insn or block callback) now?
+ * Not while qemu's flush after the first clone is pending: the flush waits
+ * for every vCPU to leave guest code. A new thread that gets here first
+ * waits outside the policy for as long as the parent runs, and goes on only
+ * once the parent is parked in that exclusive section: then qemu stops it at
+ * the end of this block, so it runs ahead of the policy by at most one block
+ * (its first is the clone return path, which touches no memory), and the
+ * schedule does not depend on which host thread was faster. */
+int plugin_may_wait_in_exec(const vcpu_state *v)
+{
+    struct timespec nap = {0, 20000};
+    for (;;) {
+        int pending = atomic_load(&g_plugin.tb_flush_pending);
+        if (pending < 0 || pending == v->pe)
+            return 1;
+        if (weft_platform_is_exiting(g_plugin.platform) ||
+            weft_platform_stuck_in_qemu(g_plugin.platform, pending))
+            return 0;
+        nanosleep(&nap, NULL);
+    }
 }
 
 static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
@@ -173,6 +211,25 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
     }
 }
 
+static void tb_exec_bound(vcpu_state *v, void *udata)
+{
+    /* The parent's first block after the first clone: qemu flushed before it. */
+    if (atomic_load_explicit(&g_plugin.tb_flush_pending, memory_order_relaxed) == v->pe)
+        atomic_store(&g_plugin.tb_flush_pending, -1);
+    int may_wait = plugin_may_wait_in_exec(v);
+    if (!v->begun && may_wait) /* at the block's start, as if the turn came before it */
+        plugin_begin_thread(v, 1);
+    v->tb_base = v->insns;
+    v->insns += (uint64_t)(uintptr_t)udata;
+    uint64_t now = vcpu_cycles_at(v, v->tb_base);
+    if (g_plugin.sched.policy && may_wait && v->begun) {
+        uint64_t resume = weft_platform_await_turn(g_plugin.platform, v->pe, now);
+        v->offset += resume - now;
+        now = resume;
+    }
+    weft_platform_publish(g_plugin.platform, v->pe, now);
+}
+
 static void tb_exec(unsigned int index, void *udata)
 {
     vcpu_state *v = g_plugin.vcpus[index];
@@ -183,23 +240,14 @@ static void tb_exec(unsigned int index, void *udata)
         if (v->pe < 0)
             return;
     }
-    v->tb_base = v->insns;
-    v->insns += (uint64_t)(uintptr_t)udata;
-    uint64_t now = vcpu_cycles_at(v, v->tb_base);
-    if (g_plugin.sched.policy && plugin_may_wait_in_exec(v)) {
-        uint64_t resume = weft_platform_await_turn(g_plugin.platform, v->pe, now);
-        v->offset += resume - now;
-        now = resume;
-    }
-    weft_platform_publish(g_plugin.platform, v->pe, now);
+    int pe = v->pe;
+    weft_platform_busy(g_plugin.platform, pe, 1);
+    tb_exec_bound(v, udata);
+    weft_platform_busy(g_plugin.platform, pe, -1);
 }
 
-static void insn_gate(unsigned int index, void *udata)
+static void insn_gate_bound(vcpu_state *v, const insn_info *ii)
 {
-    vcpu_state *v = g_plugin.vcpus[index];
-    const insn_info *ii = udata;
-    if (!v || v->pe < 0)
-        return;
     if (!plugin_may_wait_in_exec(v))
         return;
     if (g_plugin.cfg.inject) /* shift before the gate, so the access is ordered at its new time */
@@ -214,6 +262,17 @@ static void insn_gate(unsigned int index, void *udata)
                        atomic ? WEFT_SYNC_ATOMIC : WEFT_SYNC_ACCESS, &resume);
     v->offset += resume - cycles; /* held back by a replay policy */
     v->last_gate = resume;
+}
+
+static void insn_gate(unsigned int index, void *udata)
+{
+    vcpu_state *v = g_plugin.vcpus[index];
+    if (!v || v->pe < 0)
+        return;
+    int pe = v->pe;
+    weft_platform_busy(g_plugin.platform, pe, 1);
+    insn_gate_bound(v, udata);
+    weft_platform_busy(g_plugin.platform, pe, -1);
 }
 
 static int in_ranges(uint64_t a)

@@ -21,6 +21,7 @@
  * bound to a platform PE (by guest TID) on its first translation block. */
 typedef struct vcpu_state {
     int pe;                      /* -1 until bound */
+    int begun;                   /* THREAD_START recorded: the thread had its first turn */
     uint64_t tb_base;            /* instructions retired before the current TB */
     uint64_t insns;              /* instructions retired including the current TB */
     uint64_t offset;             /* cycles added by blocking and injected delays */
@@ -89,8 +90,9 @@ typedef struct plugin {
     _Atomic uint64_t exit_cycles;
     atomic_int finished;
     /* The first clone makes qemu flush its translations, which it does in an
-     * exclusive section when the parent next leaves guest code. Until then
-     * no other vCPU may wait inside guest code: this is the parent's PE, or -1. */
+     * exclusive section when the parent next leaves guest code, before its
+     * next block. Until then no other vCPU may wait inside guest code: this
+     * is the parent's PE, or -1 once the parent runs its next block. */
     atomic_int tb_flush_pending;
     atomic_ulong write_errors;
     /* mmap'd regions, to find a new thread's stack from clone's newsp */
@@ -106,12 +108,7 @@ static inline uint64_t vcpu_cycles_at(const vcpu_state *v, uint64_t insn_index)
     return insn_index * g_plugin.cfg.settings.cpi + v->offset;
 }
 
-/* May this vCPU wait inside guest code (an insn or block callback) now? */
-static inline int plugin_may_wait_in_exec(const vcpu_state *v)
-{
-    int pending = atomic_load_explicit(&g_plugin.tb_flush_pending, memory_order_relaxed);
-    return pending < 0 || pending == v->pe;
-}
+int plugin_may_wait_in_exec(const vcpu_state *v);
 
 static inline uint64_t cycles_to_ns(uint64_t cycles)
 {
@@ -121,6 +118,7 @@ static inline uint64_t cycles_to_ns(uint64_t cycles)
 void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
                    uint8_t size, uint16_t flags);
 void plugin_flush(vcpu_state *v);
+void plugin_begin_thread(vcpu_state *v, int wait);
 vcpu_state *plugin_vcpu(unsigned int index);
 void plugin_finish(uint32_t extra_flags);
 

@@ -154,23 +154,15 @@ static void futex_entry(vcpu_state *v, uint64_t pc)
     }
 }
 
-void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t num, uint64_t a1,
-                          uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6,
-                          uint64_t a7, uint64_t a8)
+static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[6])
 {
-    (void)id;
-    (void)a7;
-    (void)a8;
-    vcpu_state *v = plugin_vcpu(vcpu_index);
-    if (!v || v->pe < 0 || getpid() != g_plugin.owner_pid)
-        return;
-    uint64_t args[6] = {a1, a2, a3, a4, a5, a6};
-    memcpy(v->sys_args, args, sizeof args);
+    uint64_t a1 = args[0];
+    memcpy(v->sys_args, args, sizeof v->sys_args);
     v->sys_num = num;
     v->sys_released = 0;
     v->futex_waiting = 0;
-    if (atomic_load(&g_plugin.tb_flush_pending) == v->pe)
-        atomic_store(&g_plugin.tb_flush_pending, -1); /* qemu flushed before this syscall */
+    if (!v->begun) /* outside guest code: it may wait for its first turn here */
+        plugin_begin_thread(v, 1);
     /* The SVC is the last instruction of its block. */
     v->sys_cycles = vcpu_cycles_at(v, v->insns ? v->insns - 1 : 0);
     weft_platform *p = g_plugin.platform;
@@ -224,12 +216,8 @@ void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t 
     }
 }
 
-void plugin_syscall_return(qemu_plugin_id_t id, unsigned int vcpu_idx, int64_t num, int64_t ret)
+static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
 {
-    (void)id;
-    vcpu_state *v = plugin_vcpu(vcpu_idx);
-    if (!v || v->pe < 0 || getpid() != g_plugin.owner_pid || num != v->sys_num)
-        return;
     weft_platform *p = g_plugin.platform;
     weft_platform_syscall_done(p, v->pe);
     if (v->futex_waiting) {
@@ -256,4 +244,34 @@ void plugin_syscall_return(qemu_plugin_id_t id, unsigned int vcpu_idx, int64_t n
             atomic_store(&g_plugin.tb_flush_pending, v->pe);
         atomic_store(&g_plugin.threads[child].ready, 1);
     }
+}
+
+/* Both callbacks run in weft's code from start to end (see weft_platform_busy). */
+void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t num, uint64_t a1,
+                          uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6,
+                          uint64_t a7, uint64_t a8)
+{
+    (void)id;
+    (void)a7;
+    (void)a8;
+    vcpu_state *v = plugin_vcpu(vcpu_index);
+    if (!v || v->pe < 0 || getpid() != g_plugin.owner_pid)
+        return;
+    const uint64_t args[6] = {a1, a2, a3, a4, a5, a6};
+    int pe = v->pe;
+    weft_platform_busy(g_plugin.platform, pe, 1);
+    syscall_entry_bound(v, num, args);
+    weft_platform_busy(g_plugin.platform, pe, -1);
+}
+
+void plugin_syscall_return(qemu_plugin_id_t id, unsigned int vcpu_idx, int64_t num, int64_t ret)
+{
+    (void)id;
+    vcpu_state *v = plugin_vcpu(vcpu_idx);
+    if (!v || v->pe < 0 || getpid() != g_plugin.owner_pid || num != v->sys_num)
+        return;
+    int pe = v->pe;
+    weft_platform_busy(g_plugin.platform, pe, 1);
+    syscall_return_bound(v, num, ret);
+    weft_platform_busy(g_plugin.platform, pe, -1);
 }

@@ -117,6 +117,12 @@ uint64_t weft_platform_handoffs(weft_platform *p);
 uint64_t weft_platform_await_turn(weft_platform *p, int pe, uint64_t cycles);
 /* The syscall the PE's last syscall gate let through has returned. */
 void weft_platform_syscall_done(weft_platform *p, int pe);
+/* Is the PE's host thread parked inside qemu outside guest code and outside
+ * any syscall (an exclusive section waiting for the other vCPUs)? */
+int weft_platform_stuck_in_qemu(weft_platform *p, int pe);
+/* The PE's host thread enters (+1) or leaves (-1) weft's own code, where it
+ * may sleep on weft's locks: not to be taken for a qemu exclusive section. */
+void weft_platform_busy(weft_platform *p, int pe, int delta);
 
 /* exit_group or fatal signal: stop gating forever so qemu's exclusive
  * sections can run. */

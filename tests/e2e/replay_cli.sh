@@ -1,0 +1,76 @@
+# weft replay's command line: bad options give one line and status 2, bad
+# programs one line and status 1; --help; --summary of a runs.jsonl.
+source "$(dirname "$0")/lib.sh"
+fx="$WEFT_FIXTURES/lost_update"
+
+bad() { # name args...: status 2, exactly one line on stderr, nothing on stdout
+  local name="$1"; shift
+  run_status st "$WEFT" replay "$@" >"$work/out" 2>"$work/err"
+  check "$name: status 2 (got $st)" test "$st" = 2
+  check "$name: one line on stderr ($(head -1 "$work/err"))" test "$(wc -l <"$work/err")" = 1
+  check "$name: line names weft or the command" grep -Eq '^(weft|replay): ' "$work/err"
+}
+bad "depth 0" --depth 0 -- "$fx"
+bad "negative runs" --runs -5 -- "$fx"
+bad "zero runs" --runs 0 -- "$fx"
+bad "unknown sched" --sched fifo -- "$fx"
+bad "ideal is not a replay policy" --sched ideal -- "$fx"
+bad "radius > k" --sched rpro --steps 10 --threads 2 --radius 11 -- "$fx"
+bad "radius without rpro" --sched pct --radius 3 -- "$fx"
+bad "unknown points" --points some -- "$fx"
+bad "missing pcs file" --points pcs:/nonexistent/x.pcs -- "$fx"
+bad "seed and runs" --seed 3 --runs 10 -- "$fx"
+bad "jobs 0" --jobs 0 -- "$fx"
+bad "starvation 1" --starvation 1 -- "$fx"
+bad "host-parallel without ppct" --host-parallel -- "$fx"
+bad "unknown option" --frobnicate -- "$fx"
+bad "no program" --sched pct
+bad "depth beyond k" --sched pct --depth 12 --steps 10 --threads 2 --points none -- "$fx"
+bad "resume without a campaign" --resume --out "$work/nothing" -- "$fx"
+
+# The radius checked against the k a profiling run measured.
+run_status st "$WEFT" replay --sched rpro --depth 2 --radius 100000000 --points none --out "$work/rk" \
+  -- "$fx" >"$work/out" 2>"$work/err"
+check "radius > measured k: status 2 (got $st)" test "$st" = 2
+check "radius > measured k: says k was measured" grep -q "profiling run" "$work/err"
+
+run_status st "$WEFT" replay -- /nonexistent/program >"$work/out" 2>"$work/err"
+check "missing program: status 1 (got $st), one line" test "$st" = 1 -a "$(wc -l <"$work/err")" = 1
+run_status st "$WEFT" replay -- /bin/sh >"$work/out" 2>"$work/err"
+check "host binary: status 1 (got $st)" test "$st" = 1
+check "host binary: says it is not AArch64" grep -q "AArch64" "$work/err"
+
+run_status st "$WEFT" replay --help >"$work/out" 2>&1
+check "--help: status 0" test "$st" = 0
+check "--help: lists the options" grep -q -- "--stop-on-hit" "$work/out"
+
+# Defaults are printed: policy, depth, k and n measured, points, seeds.
+run_status st "$WEFT" replay --out "$work/def" -- "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>&1
+check "defaults: one passing run (status $st)" test "$st" = 0
+check "defaults: printed" grep -Eq "^weft: pct, depth 1, k = [0-9]+, n = 3, points shared .*seeds 1\.\.1" "$work/out"
+check "defaults: k and n from a profiling run" grep -q "profiling run (random, seed 0" "$work/out"
+
+# --summary of a hand-written runs.jsonl: 10 seeds (one of them twice), 3 hits.
+line() { # seed verdict
+  printf '{"seed":%d,"verdict":"%s","policy":"pct","depth":2,"radius":null,"n":2,"k":100,"points":"none","steps":90,"overrides":0,"threads":2,"makespan_ns":1000,"wall_s":0.5}\n' "$1" "$2"
+}
+{ for s in 1 2 3 4 5 6 7 8 9 10; do
+    case $s in 3) v=deadlock ;; 6) v=bug ;; 9) v=crash ;; *) v=pass ;; esac
+    line "$s" "$v"
+  done
+  line 4 pass
+} >"$work/hand.jsonl"
+run_status st "$WEFT" replay --summary "$work/hand.jsonl" >"$work/out" 2>&1
+check "--summary: status 0" test "$st" = 0
+check "--summary: 10 runs (a repeated seed counts once)" grep -q "runs      10$" "$work/out"
+# Clopper-Pearson 95% for 3/10: 6.674% .. 65.25%.
+check "--summary: 3 hits, 30%, Clopper-Pearson interval" \
+  grep -q "hits      3 = 30% (95% CI 6.674% .. 65.25%" "$work/out"
+check "--summary: bound 1/(n k) = 0.5%" grep -q "bound     0.5% per run = 1/(n k^(d-1))" "$work/out"
+check "--summary: first hit seed 3 after 3 runs" grep -q "first hit seed 3 (run 3 of" "$work/out"
+printf '{"seed":11,"verdict":"pass","policy":"rpro","depth":2,"radius":3,"n":2,"k":100,"points":"none"}\n' \
+  >>"$work/hand.jsonl"
+run_status st "$WEFT" replay --summary "$work/hand.jsonl" >"$work/out" 2>"$work/err"
+check "--summary of mixed configurations: refused (status $st)" test "$st" = 1
+check "--summary of mixed configurations: one line" test "$(wc -l <"$work/err")" = 1
+finish

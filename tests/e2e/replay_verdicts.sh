@@ -1,0 +1,48 @@
+# weft replay's verdicts on guests that fail in each way: crash, abort,
+# deadlock (with who waits on what), timeout (livelock), wrong output,
+# unexpected exit status; and pass when output and status are as expected.
+source "$(dirname "$0")/lib.sh"
+
+one() { # name expected-status expected-verdict weft-replay-args...
+  local name="$1" want_st="$2" want="$3"; shift 3
+  run_status st "$WEFT" replay --seed 1 --jobs 1 --out "$work/$name" "$@" >"$work/$name.log" 2>&1
+  check "$name: status $want_st (got $st)" test "$st" = "$want_st"
+  check "$name: verdict $want" test "$(jq -r .verdict "$work/$name/runs.jsonl" 2>/dev/null)" = "$want"
+  check "$name: printed" grep -q "^seed 1: $want" "$work/$name.log"
+}
+
+one segv 10 crash --sched pct --points none -- "$WEFT_FIXTURES/fail_segv"
+check "segv: names the signal" grep -q "signal 11" "$work/segv.log"
+one abort 10 abort --sched pct --points none -- "$WEFT_FIXTURES/fail_abort"
+check "abort: names the signal" grep -q "signal 6" "$work/abort.log"
+
+one deadlock 10 deadlock --sched random --points none -- "$WEFT_FIXTURES/fail_deadlock"
+check "deadlock: two workers wait on fd_a and fd_b" \
+  test "$(jq -c '[.waits[].object | select(. != null)] | sort' "$work/deadlock/runs.jsonl")" = '["fd_a","fd_b"]'
+check "deadlock: each wait names thread, futex, function" \
+  test "$(jq '[.waits[] | select(.thread >= 0 and (.futex | startswith("0x")) and .function != null)] | length' \
+    "$work/deadlock/runs.jsonl")" -ge 2
+check "deadlock: not a timeout" test "$(jq -r .verdict "$work/deadlock/runs.jsonl")" = deadlock
+
+# A thread spinning on a flag nobody sets: killed at the limit. Steps and
+# threads given, so no profiling run (which would spin too).
+t0=$(date +%s)
+one spin 10 timeout --sched pct --points none --steps 100 --threads 2 --timeout 2 \
+  -- "$WEFT_FIXTURES/fail_spin"
+check "spin: killed near the limit ($(($(date +%s) - t0)) s)" test $(($(date +%s) - t0)) -lt 60
+check "spin: no qemu left behind" bash -c "! pgrep -f 'qemu-aarch6[4].*${work}/spin/' >/dev/null"
+
+printf 'order_violation: user computed 42\n' >"$work/right.txt"
+printf 'order_violation: user computed 43\n' >"$work/wrong.txt"
+one output_ok 0 pass --sched pct --points none --expect-output "$work/right.txt" \
+  -- "$WEFT_FIXTURES/order_violation_ok"
+one output_wrong 10 wrong_output --sched pct --points none --expect-output "$work/wrong.txt" \
+  -- "$WEFT_FIXTURES/order_violation_ok"
+check "output_wrong: says where" grep -q "differs from .*wrong.txt at line 1" "$work/output_wrong.log"
+one exit 10 exit --sched pct --points none --expect-exit 1 -- "$WEFT_FIXTURES/order_violation_ok"
+check "exit: says which status" grep -q "exit status 0, expected 1" "$work/exit.log"
+# The oracle's BUG line makes the verdict "bug", with the line as detail.
+one bug 10 bug --sched pct --points none -- "$WEFT_FIXTURES/order_violation"
+check "bug: the oracle's line is the detail" \
+  test "$(jq -r .detail "$work/bug/runs.jsonl")" = "BUG: order violation: ov_config read before main initialised it"
+finish
