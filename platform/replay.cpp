@@ -261,7 +261,10 @@ void weft_platform_syscall_done(weft_platform *p, int pe)
 
 void weft_platform_busy(weft_platform *p, int pe, int delta)
 {
-    p->slots[pe].busy.fetch_add(delta);
+    // Only the PE's own thread writes it: no read-modify-write needed, and
+    // none wanted on this path (once per gate and per trace flush).
+    std::atomic<int> &b = p->slots[pe].busy;
+    b.store(b.load(std::memory_order_relaxed) + delta, std::memory_order_release);
 }
 
 int weft_platform_stuck_in_qemu(weft_platform *p, int pe)

@@ -197,7 +197,9 @@ int plugin_may_wait_in_exec(const vcpu_state *v)
         if (weft_platform_is_exiting(g_plugin.platform) ||
             weft_platform_stuck_in_qemu(g_plugin.platform, pending))
             return 0;
+        weft_platform_busy(g_plugin.platform, v->pe, 1); /* asleep here is not in qemu */
         nanosleep(&nap, NULL);
+        weft_platform_busy(g_plugin.platform, v->pe, -1);
     }
 }
 
@@ -211,19 +213,26 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
     }
 }
 
+/* Marks itself busy only around what may block: this runs for every block. */
 static void tb_exec_bound(vcpu_state *v, void *udata)
 {
     /* The parent's first block after the first clone: qemu flushed before it. */
     if (atomic_load_explicit(&g_plugin.tb_flush_pending, memory_order_relaxed) == v->pe)
         atomic_store(&g_plugin.tb_flush_pending, -1);
     int may_wait = plugin_may_wait_in_exec(v);
-    if (!v->begun && may_wait) /* at the block's start, as if the turn came before it */
+    weft_platform *p = g_plugin.platform;
+    if (!v->begun && may_wait) { /* at the block's start, as if the turn came before it */
+        weft_platform_busy(p, v->pe, 1);
         plugin_begin_thread(v, 1);
+        weft_platform_busy(p, v->pe, -1);
+    }
     v->tb_base = v->insns;
     v->insns += (uint64_t)(uintptr_t)udata;
     uint64_t now = vcpu_cycles_at(v, v->tb_base);
     if (g_plugin.sched.policy && may_wait && v->begun) {
-        uint64_t resume = weft_platform_await_turn(g_plugin.platform, v->pe, now);
+        weft_platform_busy(p, v->pe, 1);
+        uint64_t resume = weft_platform_await_turn(p, v->pe, now);
+        weft_platform_busy(p, v->pe, -1);
         v->offset += resume - now;
         now = resume;
     }
@@ -240,10 +249,7 @@ static void tb_exec(unsigned int index, void *udata)
         if (v->pe < 0)
             return;
     }
-    int pe = v->pe;
-    weft_platform_busy(g_plugin.platform, pe, 1);
     tb_exec_bound(v, udata);
-    weft_platform_busy(g_plugin.platform, pe, -1);
 }
 
 static void insn_gate_bound(vcpu_state *v, const insn_info *ii)
