@@ -3,6 +3,9 @@
 // owns the kernel's notion of time; the arbiter decides who may pass a gate.
 #include "platform_internal.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -34,20 +37,25 @@ uint64_t now_ns()
     return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+// Plain open/read rather than stdio: fopen allocates, and a prober holding
+// the allocator's lock while preempted would put the probed thread to sleep
+// on it ('S'), which must not look like a thread parked in qemu.
 char host_thread_state(int tid)
 {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
     buf[n] = 0;
-    char *close = strrchr(buf, ')');
-    if (!close || close[1] != ' ')
+    char *paren = strrchr(buf, ')');
+    if (!paren || paren[1] != ' ')
         return 0;
-    return close[2];
+    return paren[2];
 }
 
 } // namespace weft
