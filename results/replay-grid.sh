@@ -49,7 +49,7 @@ row() { # fixture depth policy -> markdown row, and a data line for the plot
   [ -f "$s" ] || { echo "| $fx | $d | $p | (missing) |||||||"; return; }
   jq -r --arg fx "$fx" --arg d "$d" "$jq_pct"'
     def verdicts: [.verdicts | to_entries[] | select(.value > 0 and .key != "pass") | "\(.key) \(.value)"] | join(", ");
-    "| \($fx) | \($d) | \(.policy) | \(.n) | \(.k) | \(if .hits > 0 then "yes" else "no" end) | \(.hits)/\(.runs) | \(.hit_rate | pct)% [\(.ci95[0] | pct), \(.ci95[1] | pct)] | \(if .bound > 0 then (.bound | pct) + "%" else "none" end) | \(.runs_to_first_hit // "–") | \(verdicts) |"' "$s"
+    "| \($fx) | \($d) | \(.policy) | \(.n) | \(.k) | \(if .hits > 0 then "yes" else "no" end) | \(.hits)/\(.runs) | \(.hit_rate | pct)% [\(.ci95[0] | pct), \(.ci95[1] | pct)] | \(if .bound > 0 then "1/" + (1 / .bound | round | tostring) else "none" end) | \(.runs_to_first_hit // "–") | \(verdicts) |"' "$s"
 }
 
 {
@@ -96,17 +96,20 @@ for spec in "${bugs[@]}"; do
 done
 xt="$(i=0; for spec in "${bugs[@]}"; do printf '"%s" %d,' "${spec%%:*}" "$i"; i=$((i + 1)); done)"
 gnuplot <<EOF
-set terminal pngcairo size 1100,520 font ",10"
+set terminal pngcairo size 1100,520 font ",10" noenhanced
 set output "$here/results/replay-grid.png"
-set title "Hit rate per run, $runs runs per cell (95% Clopper-Pearson), x = guaranteed bound"
-set ylabel "hit rate"
-set yrange [0:1.05]
+set title "Hit rate per run, $runs runs per cell (95% Clopper-Pearson); x = guaranteed bound; v = no hit, upper end of the interval"
+set ylabel "hit rate (log scale)"
+set logscale y
+set format y "%.0e"
+set yrange [1e-6:2]
 set xrange [-0.6:${#bugs[@]}-0.4]
 set xtics (${xt%,}) rotate by -20
 set key outside right
 set grid ytics
-plot for [k=0:3] "$dat" using (\$6 == k ? \$1 : 1/0):2:3:4 with yerrorbars pt 7 ps 1.2 lw 2 \
-       title word("random pct ppct rpro", k + 1), \
+plot for [k=0:3] "$dat" using (\$6 == k && \$2 > 0 ? \$1 : 1/0):2:(\$3 > 1e-6 ? \$3 : 1e-6):4 \
+       with yerrorbars pt 7 ps 1.2 lw 2 lc k + 1 title word("random pct ppct rpro", k + 1), \
+     for [k=0:3] "$dat" using (\$6 == k && \$2 == 0 ? \$1 : 1/0):4 with points pt 11 ps 1.6 lc k + 1 notitle, \
      "$dat" using 1:(\$5 > 0 ? \$5 : 1/0) with points pt 2 ps 2 lc rgb "black" title "bound"
 EOF
 echo "replay-grid: wrote results/replay-grid.md and results/replay-grid.png (${elapsed} s)" >&2
