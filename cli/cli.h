@@ -18,6 +18,8 @@ int cmd_optimize(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* One-line error on stderr, prefixed "weft: ". */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -50,6 +52,8 @@ typedef struct guest_result {
     guest_end end;
     int status; /* exit code, or signal number */
     double wall_s;
+    int pid;    /* qemu's process id (the tracer names its temporary files by it) */
+    int finish; /* trace_run_guest: SIGINT/SIGTERM that came after the guest ended, or 0 */
 } guest_result;
 
 /* Check that the binary exists and is an AArch64 ELF executable that qemu

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,13 +22,15 @@ static void inject_usage(FILE *out)
             "Runs PROGRAM (default: the plan's program and arguments) on the ideal\n"
             "platform in exact mode, once as is and once with the plan's delays, and\n"
             "reports per planned alignment the predicted and the achieved virtual times\n"
-            "of both events, whether they collided (same virtual time), and the\n"
-            "program's verdict (exit status, oracle BUG line, signal) with and without\n"
-            "the delays. A delay can change what other threads do (a thread that is\n"
-            "still alive changes the path of a later pthread_create, a lock is taken\n"
-            "later), so achieved times are measured, never assumed: with --refine N a\n"
-            "missed alignment is retried up to N times, each delay corrected by the\n"
-            "measured miss, and every attempt is reported.\n\n"
+            "of both events, whether they collided (same virtual time; a write-read\n"
+            "pair from weft optimize --reads: whether the delayed event landed its\n"
+            "planned nudge after the other), and the program's verdict (exit status,\n"
+            "oracle BUG line, signal) with and without the delays. A delay can change\n"
+            "what other threads do (a thread that is still alive changes the path of a\n"
+            "later pthread_create, a lock is taken later), so achieved times are\n"
+            "measured, never assumed: with --refine N a missed alignment is retried\n"
+            "up to N times, each delay corrected by the measured miss, and every\n"
+            "attempt is reported.\n\n"
             "  -r, --refine N       refinement runs after the first injected run (default 3)\n"
             "  -t, --timeout S      kill a guest run after S seconds of wall time (default 60)\n"
             "      --sysroot DIR    AArch64 root filesystem for a dynamically linked PROGRAM\n"
@@ -49,18 +52,21 @@ typedef struct inject_opts {
 
 /* One planned alignment and what became of it in the current run. */
 typedef struct alignment {
-    size_t inj; /* injection that carries the prediction */
-    int found;  /* both events found at the planned address */
+    size_t inj;                    /* injection that carries the prediction */
+    int found;                     /* both events found at the planned address */
     uint64_t untimed_a, untimed_b; /* uninjected times (0 if not found) */
     uint64_t at_a, at_b;           /* achieved times */
     const char *why;               /* when not found */
-    int collided;
+    int collided;      /* as planned: at one time, or a nudge after b (predicted.nudge) */
     int64_t last_miss; /* of the previous run, when have_last */
     int have_last, stuck;
 } alignment;
 
-static const char *inj_state(json_t *rep, const optimizer_injection *in, uint64_t *seen_pc)
+/* The tracer's state of an injection; *why says why it missed (or NULL). */
+static const char *inj_state(json_t *rep, const optimizer_injection *in, uint64_t *seen_pc,
+                             const char **why)
 {
+    *why = NULL;
     size_t i;
     json_t *e;
     json_array_foreach(rep, i, e)
@@ -68,6 +74,7 @@ static const char *inj_state(json_t *rep, const optimizer_injection *in, uint64_
         if ((uint64_t)json_integer_value(json_object_get(e, "thread")) == in->thread &&
             (uint64_t)json_integer_value(json_object_get(e, "seq")) == in->seq) {
             *seen_pc = (uint64_t)json_integer_value(json_object_get(e, "seen_pc"));
+            *why = json_string_value(json_object_get(e, "why"));
             const char *s = json_string_value(json_object_get(e, "state"));
             return s ? s : "?";
         }
@@ -91,7 +98,9 @@ static void measure(const optimizer_plan *p, const inj_index *ix, alignment *al)
         return;
     al->found = 1;
     al->at_a = a->time, al->at_b = b->time;
-    al->collided = a->time == b->time;
+    /* A nudged (write-read) pair is achieved when a lands that much after
+     * b: b's access then ran first, the order the plan is for. */
+    al->collided = a->time == b->time + pr->nudge;
 }
 
 static int write_inject_file(const char *path, const optimizer_plan *p, const uint64_t *delay)
@@ -101,18 +110,16 @@ static int write_inject_file(const char *path, const optimizer_plan *p, const ui
         cli_error("%s: %s", path, strerror(errno));
         return -1;
     }
-    /* pc 0: no pc check in the tracer. It checks at the gate of the next
-     * memory instruction after event seq-1, which can be an access the
-     * filter drops (the thread's own stack) at another pc, and would then
-     * call the injection missed. Delaying there shifts event seq just the
-     * same (nothing recorded lies in between); the pc of the event found at
-     * seq in the injected trace is checked here instead (run_injected). */
+    /* The tracer applies a delay only before an event recorded at seq with
+     * this pc (a gate at another pc, e.g. of a stack access its filter then
+     * drops, leaves it pending), so a thread that took another path is not
+     * delayed at a wrong place: the injection is reported missed. */
     fprintf(f, "# weft inject: thread seq pc delay_cycles\n");
     for (size_t i = 0; i < p->ninjections; i++) {
         const optimizer_injection *in = &p->injections[i];
         unsigned __int128 cyc = (unsigned __int128)delay[i] * 1000u / p->ps_per_cycle;
-        fprintf(f, "%" PRIu32 " %" PRIu64 " 0 %" PRIu64 "  # pc %" PRIx64 "\n", in->thread,
-                in->seq, (uint64_t)cyc, in->pc);
+        fprintf(f, "%" PRIu32 " %" PRIu64 " 0x%" PRIx64 " %" PRIu64 "\n", in->thread, in->seq,
+                in->pc, (uint64_t)cyc);
     }
     if (fclose(f) != 0) {
         cli_error("%s: %s", path, strerror(errno));
@@ -124,8 +131,8 @@ static int write_inject_file(const char *path, const optimizer_plan *p, const ui
 static json_t *verdict_json(const inj_verdict *v)
 {
     static const char *ends[] = {"exited", "signaled", "timed out", "deadlock", "no trace"};
-    return json_pack("{s:s, s:i, s:s?, s:b, s:f}", "end", ends[v->end], "status", v->status,
-                     "bug", v->bug[0] ? v->bug : NULL, "passes", inj_verdict_passes(v), "wall_s",
+    return json_pack("{s:s, s:i, s:s?, s:b, s:f}", "end", ends[v->end], "status", v->status, "bug",
+                     v->bug[0] ? v->bug : NULL, "passes", inj_verdict_passes(v), "wall_s",
                      v->wall_s);
 }
 
@@ -254,14 +261,31 @@ static int run_uninjected(inject_ctx *c)
     inj_verdict_describe(&v, desc, sizeof desc);
     printf("weft: uninjected run: %s; %zu aligned write pair%s\n", desc, ix.aligned,
            ix.aligned == 1 ? "" : "s");
+    /* inject has no trace to check the plan against when it reads it: the
+     * uninjected run is that trace, so an injection before an event that run
+     * never had is refused here, before any delay is applied, in the
+     * parser's words (optimizer_plan_read with limits). */
+    for (size_t i = 0; i < c->plan.ninjections; i++) {
+        const optimizer_injection *in = &c->plan.injections[i];
+        if (in->thread >= ix.nthreads) {
+            cli_error("%s: injections[%zu].thread: thread %" PRIu32
+                      " does not exist (the uninjected run has %" PRIu32 ")",
+                      c->o->plan_path, i, in->thread, ix.nthreads);
+            inj_index_free(&ix);
+            return -1;
+        }
+        if (in->seq >= ix.count[in->thread]) {
+            cli_error("%s: injections[%zu].seq: event %" PRIu64 " is out of range (thread %" PRIu32
+                      " has %zu events in the uninjected run)",
+                      c->o->plan_path, i, in->seq, in->thread, ix.count[in->thread]);
+            inj_index_free(&ix);
+            return -1;
+        }
+    }
     for (size_t i = 0; i < c->plan.ninjections; i++) {
         const optimizer_injection *in = &c->plan.injections[i];
         const weft_event *e = inj_index_get(&ix, in->thread, in->seq);
-        if (!e)
-            printf("weft: warning: this run has no event T%" PRIu32 " seq %" PRIu64
-                   " (injection %zu): different arguments or environment than the traced run?\n",
-                   in->thread, in->seq, i + 1);
-        else if (in->pc && e->pc != in->pc)
+        if (in->pc && e->pc != in->pc)
             printf("weft: warning: T%" PRIu32 " seq %" PRIu64 " is at pc 0x%" PRIx64
                    " in this run, the plan says 0x%" PRIx64 " (injection %zu)\n",
                    in->thread, in->seq, e->pc, in->pc, i + 1);
@@ -284,8 +308,7 @@ static int run_uninjected(inject_ctx *c)
  * -1 on error. */
 static int run_injected(inject_ctx *c, int k, inj_verdict *v, json_t **rep_out)
 {
-    char trace[PATH_MAX + 64], out[PATH_MAX + 64], txt[PATH_MAX + 64], rep[PATH_MAX + 64],
-        err[512];
+    char trace[PATH_MAX + 64], out[PATH_MAX + 64], txt[PATH_MAX + 64], rep[PATH_MAX + 64], err[512];
     path_in(c, trace, sizeof trace, "wtr", k);
     path_in(c, out, sizeof out, "out", k);
     path_in(c, txt, sizeof txt, "txt", k);
@@ -315,20 +338,23 @@ static int run_injected(inject_ctx *c, int k, inj_verdict *v, json_t **rep_out)
     for (size_t i = 0; i < c->plan.ninjections; i++) {
         const optimizer_injection *in = &c->plan.injections[i];
         uint64_t seen = 0;
-        const char *st = inj_state(report, in, &seen);
+        const char *why;
+        const char *st = inj_state(report, in, &seen, &why);
         const weft_event *e = inj_index_get(&ix, in->thread, in->seq);
+        /* Only with a plan pc of 0, which the tracer does not check. */
         if (!strcmp(st, "applied") && in->pc && (!e || e->pc != in->pc))
-            st = "applied elsewhere"; /* the thread took another path before the event */
+            st = "applied elsewhere";
+        if (!strcmp(st, "applied elsewhere"))
+            why = "the event at that number has another pc: the thread took another path";
         if (!c->o->quiet || strcmp(st, "applied"))
             printf("  injection %zu: %" PRIu64 " ns before T%" PRIu32 " seq %" PRIu64
-                   " (pc 0x%" PRIx64 "): %s%s\n",
-                   i + 1, c->delay[i], in->thread, in->seq, in->pc, st,
-                   !strcmp(st, "applied elsewhere")
-                       ? " (the event at that number has another pc: the thread took another path)"
-                       : "");
-        json_array_append_new(ji, json_pack("{s:I, s:I, s:I, s:s}", "thread",
+                   " (pc 0x%" PRIx64 "): %s%s%s%s\n",
+                   i + 1, c->delay[i], in->thread, in->seq, in->pc, st, why ? " (" : "",
+                   why ? why : "", why ? ")" : "");
+        json_array_append_new(ji, json_pack("{s:I, s:I, s:I, s:s, s:s?}", "thread",
                                             (json_int_t)in->thread, "seq", (json_int_t)in->seq,
-                                            "delay_ns", (json_int_t)c->delay[i], "state", st));
+                                            "delay_ns", (json_int_t)c->delay[i], "state", st, "why",
+                                            why));
     }
     int achieved = 0;
     for (size_t j = 0; j < c->nal; j++) {
@@ -340,23 +366,33 @@ static int run_injected(inject_ctx *c, int k, inj_verdict *v, json_t **rep_out)
             printf("  alignment %zu (T%" PRIu32 " seq %" PRIu64 ", T%" PRIu32 " seq %" PRIu64
                    "): not measured: %s\n",
                    j + 1, pr->thread_a, pr->seq_a, pr->thread_b, pr->seq_b, al->why);
+        else if (pr->nudge)
+            printf("  alignment %zu at 0x%" PRIx64 ": T%" PRIu32 " seq %" PRIu64 " at %" PRIu64
+                   " ns, T%" PRIu32 " seq %" PRIu64 " at %" PRIu64 " ns (predicted %" PRIu64
+                   " and %" PRIu64 "): %s",
+                   j + 1, pr->address, pr->thread_a, pr->seq_a, al->at_a, pr->thread_b, pr->seq_b,
+                   al->at_b, pr->time + pr->nudge, pr->time,
+                   al->collided ? "ordered as planned" : "missed by ");
         else
             printf("  alignment %zu at 0x%" PRIx64 ": T%" PRIu32 " seq %" PRIu64 " at %" PRIu64
                    " ns, T%" PRIu32 " seq %" PRIu64 " at %" PRIu64 " ns (predicted %" PRIu64
                    " for both): %s",
-                   j + 1, pr->address, pr->thread_a, pr->seq_a, al->at_a, pr->thread_b,
-                   pr->seq_b, al->at_b, pr->time, al->collided ? "collided" : "missed by ");
+                   j + 1, pr->address, pr->thread_a, pr->seq_a, al->at_a, pr->thread_b, pr->seq_b,
+                   al->at_b, pr->time, al->collided ? "collided" : "missed by ");
         if (al->found && !al->collided)
-            printf("%+" PRId64 " ns", (int64_t)(al->at_b - al->at_a));
+            printf("%+" PRId64 " ns", (int64_t)(al->at_b + pr->nudge - al->at_a));
         if (al->found)
             printf("\n");
-        json_t *x = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "thread_a",
-                              (json_int_t)pr->thread_a, "seq_a", (json_int_t)pr->seq_a,
-                              "thread_b", (json_int_t)pr->thread_b, "seq_b",
-                              (json_int_t)pr->seq_b, "address", (json_int_t)pr->address,
-                              "predicted", (json_int_t)pr->time, "uninjected_a",
-                              (json_int_t)al->untimed_a, "uninjected_b", (json_int_t)al->untimed_b,
-                              "collided", al->collided);
+        json_t *x = json_pack(
+            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "thread_a", (json_int_t)pr->thread_a,
+            "seq_a", (json_int_t)pr->seq_a, "thread_b", (json_int_t)pr->thread_b, "seq_b",
+            (json_int_t)pr->seq_b, "address", (json_int_t)pr->address, "predicted",
+            (json_int_t)pr->time, "uninjected_a", (json_int_t)al->untimed_a, "uninjected_b",
+            (json_int_t)al->untimed_b, "collided", al->found && al->at_a == al->at_b);
+        if (pr->nudge) { /* achieved here means: in the planned order, nudge apart */
+            json_object_set_new(x, "nudge_ns", json_integer((json_int_t)pr->nudge));
+            json_object_set_new(x, "ordered", json_boolean(al->collided));
+        }
         if (al->found) {
             json_object_set_new(x, "achieved_a", json_integer((json_int_t)al->at_a));
             json_object_set_new(x, "achieved_b", json_integer((json_int_t)al->at_b));
@@ -384,11 +420,12 @@ static size_t refine(inject_ctx *c, json_t *report)
         const optimizer_injection *in = &c->plan.injections[al->inj];
         const optimizer_predicted *pr = &in->predicted;
         uint64_t seen;
+        const char *why;
         if (!al->found || al->collided || al->stuck ||
-            strcmp(inj_state(report, in, &seen), "applied"))
+            strcmp(inj_state(report, in, &seen, &why), "applied"))
             continue;
         /* The delay moves its own thread's event: a if it is a's thread. */
-        int64_t miss = (int64_t)(al->at_b - al->at_a);
+        int64_t miss = (int64_t)(al->at_b + pr->nudge - al->at_a);
         if (in->thread == pr->thread_b)
             miss = -miss;
         else if (in->thread != pr->thread_a)
@@ -493,15 +530,30 @@ int cmd_inject(int argc, char **argv)
     c.run.timeout_s = (unsigned)o.timeout;
     if (guest_check_binary(c.run.binary, c.run.sysroot))
         goto out;
+    if (o.report) {
+        /* Refused now rather than after every run has been made. */
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", o.report);
+        if (access(dirname(dir), W_OK) != 0) {
+            cli_error("%s: cannot write there: %s", o.report, strerror(errno));
+            goto out;
+        }
+    }
     uint8_t id[64];
     int idlen = weft_elf_build_id(c.run.binary, id, sizeof id);
     if (idlen < 0) {
         cli_error("%s: cannot read its build-id", c.run.binary);
         goto out;
     }
-    if (optimizer_plan_check_build_id(&c.plan, c.run.binary, id, (size_t)idlen, err,
-                                      sizeof err) != 0) {
-        cli_error("%s", err);
+    if (optimizer_plan_check_build_id(&c.plan, o.plan_path, id, (size_t)idlen, err, sizeof err) !=
+        0) {
+        /* The parser's line names the plan's own program as the holder of
+         * the other build-id; name the program given here instead. */
+        char hex[2 * sizeof id + 1] = "";
+        for (int i = 0; i < idlen; i++)
+            snprintf(hex + 2 * i, 3, "%02x", id[i]);
+        cli_error("%s: program.build_id: plan is for build-id \"%s\" but %s has \"%s\"",
+                  o.plan_path, c.plan.build_id ? c.plan.build_id : "", c.run.binary, hex);
         goto out;
     }
     int same_args = (uint32_t)c.run.argc == c.plan.argc;

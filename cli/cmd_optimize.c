@@ -17,43 +17,45 @@
 
 static void optimize_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: weft optimize TRACE [options] [-o PLAN]\n\n"
-            "Builds the interference model of a trace (seed 004 Eq. 2 and 4: the writes\n"
-            "of different threads to one address, with their virtual times) and looks for\n"
-            "delays that make two of them happen at the same virtual time. Prints the\n"
-            "aligned pairs and writes an injection plan for 'weft inject'.\n\n"
-            "  -a, --algo A        exact (default): every pair one delay can align, ranked\n"
-            "                      by delay, and a greedy set that holds at once;\n"
-            "                      sa, shc, rnd: the search of seed 004 §6, stopping at the\n"
-            "                      first alignment\n"
-            "  -d, --dmax N        largest delay per variable, ns (search default 10^7;\n"
-            "                      exact: largest delay in the plan, default unbounded)\n"
-            "  -b, --budget N      fitness evaluations per search run (default 10^6)\n"
-            "  -s, --seed S        generator seed of the first run (default 1)\n"
-            "  -r, --runs R        repeat the search with seeds S..S+R-1 and print the\n"
-            "                      statistics of evaluations to the first alignment; the\n"
-            "                      plan comes from the first run whose hit has a pair that\n"
-            "                      thread creation does not order\n"
-            "      --stats-json F  write every run's result and the statistics to F\n"
-            "      --reads         also align writes with other threads' reads\n"
-            "      --atomics       keep atomic and exclusive accesses (left out by default:\n"
-            "                      they are synchronization and cannot lose an update)\n"
-            "      --var NAME      only accesses to this global (repeatable)\n"
-            "      --pairs N       exact: at most N pairs in the plan (default: all chosen)\n"
-            "      --keep-ordered  exact: keep pairs that thread creation already orders\n"
-            "                      (dropped by default: delaying the earlier write delays\n"
-            "                      the clone, so the later one moves too)\n"
-            "  -o, --output PLAN   plan to write (JSON); without it nothing is written\n"
-            "  -q, --quiet         print only the summary lines\n"
-            "  -h, --help          this help\n\n"
-            "A search plan is minimal: of the alignments at the hit point it keeps one\n"
-            "pair (the first that thread creation does not order) and the single delay\n"
-            "the exact view gives for it, t_b - t_a before the earlier event; the other\n"
-            "delays of the hit vector are not needed for that pair and are left out.\n\n"
-            "Exit status: 0 when an alignment was found (and the plan written), 1 when\n"
-            "none was found or on error, 2 on a bad command line. With --stats-json the\n"
-            "statistics are the result: 0 even if no run found an alignment.\n");
+    fprintf(out, "usage: weft optimize TRACE [options] [-o PLAN]\n\n"
+                 "Builds the interference model of a trace (seed 004 Eq. 2 and 4: the writes\n"
+                 "of different threads to one address, with their virtual times) and looks for\n"
+                 "delays that make two of them happen at the same virtual time. Prints the\n"
+                 "aligned pairs and writes an injection plan for 'weft inject'.\n\n"
+                 "  -a, --algo A        exact (default): every pair one delay can align, ranked\n"
+                 "                      by delay, and a greedy set that holds at once;\n"
+                 "                      sa, shc, rnd: the search of seed 004 §6, stopping at the\n"
+                 "                      first alignment\n"
+                 "  -d, --dmax N        largest delay per variable, ns (search default 10^7;\n"
+                 "                      exact: largest delay in the plan, default unbounded)\n"
+                 "  -b, --budget N      fitness evaluations per search run (default 10^6)\n"
+                 "  -s, --seed S        generator seed of the first run (default 1)\n"
+                 "  -r, --runs R        repeat the search with seeds S..S+R-1 and print the\n"
+                 "                      statistics of evaluations to the first alignment; the\n"
+                 "                      plan comes from the first run whose hit has a pair that\n"
+                 "                      thread creation does not order\n"
+                 "      --stats-json F  write every run's result and the statistics to F\n"
+                 "      --reads         also pair writes with other threads' reads (order\n"
+                 "                      violations): such a pair is put in the order opposite\n"
+                 "                      to the trace's, the delayed event one cycle after the\n"
+                 "                      other, since at one virtual time thread order decides\n"
+                 "      --atomics       keep atomic and exclusive accesses (left out by default:\n"
+                 "                      they are synchronization and cannot lose an update)\n"
+                 "      --var NAME      only accesses to this global (repeatable)\n"
+                 "      --pairs N       exact: at most N pairs in the plan (default: all chosen)\n"
+                 "      --keep-ordered  exact: keep pairs that thread creation already orders\n"
+                 "                      (dropped by default: delaying the earlier write delays\n"
+                 "                      the clone, so the later one moves too)\n"
+                 "  -o, --output PLAN   plan to write (JSON); without it nothing is written\n"
+                 "  -q, --quiet         print only the summary lines\n"
+                 "  -h, --help          this help\n\n"
+                 "A search plan is minimal: of the alignments at the hit point it keeps one\n"
+                 "pair (the first that thread creation does not order) and the single delay\n"
+                 "the exact view gives for it, t_b - t_a before the earlier event; the other\n"
+                 "delays of the hit vector are not needed for that pair and are left out.\n\n"
+                 "Exit status: 0 when an alignment was found (and the plan written), 1 when\n"
+                 "none was found or on error, 2 on a bad command line. With --stats-json the\n"
+                 "statistics are the result: 0 even if no run found an alignment.\n");
 }
 
 double opt_now_s(void)
@@ -74,20 +76,42 @@ void opt_print_event(optimize_ctx *c, size_t v, const char *what, uint64_t time)
            x.is_write ? "write" : "read", what, time, where);
 }
 
-/* One pair: va is delayed by `delay` so that it meets vb at `at`. */
-void opt_print_pair(optimize_ctx *c, size_t k, const optimizer_pair *p, uint64_t delay,
-                       uint64_t at)
+/* An order violation is exposed only if the two accesses run in the order
+ * opposite to the trace's. Aligned at one virtual time, the platform runs
+ * them in thread order (ties by PE), which for the usual pattern (main
+ * initialises, a thread it created uses) is the traced order again. So the
+ * delayed event goes one cycle past the other: the smallest delay that
+ * settles the order. Rounded up to whole ns, the plan's unit, so that it is
+ * never less than one cycle. */
+uint64_t opt_order_nudge(const optimize_ctx *c)
+{
+    if (!c->o->reads)
+        return 0;
+    uint64_t ps = c->meta->settings.ps_per_cycle ? c->meta->settings.ps_per_cycle : 1000;
+    return (ps + 999) / 1000;
+}
+
+/* One pair: va is delayed by `delay` so that it meets vb at `at` (or, for a
+ * write-read pair with a nudge, lands just after it). */
+void opt_print_pair(optimize_ctx *c, size_t k, const optimizer_pair *p, uint64_t delay, uint64_t at)
 {
     char var[256];
     opt_describe_addr(c->syms, p->addr, var, sizeof var);
     printf("  pair %zu on %s (0x%" PRIx64 "):\n", k, var, p->addr);
     opt_print_event(c, p->va, "traced", p->time_a);
     opt_print_event(c, p->vb, "traced", p->time_b);
-    uint64_t insns = optimizer_delay_insns(delay, c->meta->settings.cpi,
-                                           c->meta->settings.ps_per_cycle);
-    printf("    delay %" PRIu64 " ns (%" PRIu64 " insns) before T%" PRIu32 " seq %" PRIu64
-           " -> both at %" PRIu64 " ns\n",
-           delay, insns, p->thread_a, p->seq_a, at);
+    uint64_t insns =
+        optimizer_delay_insns(delay, c->meta->settings.cpi, c->meta->settings.ps_per_cycle);
+    if (p->nudge)
+        printf("    delay %" PRIu64 " ns (%" PRIu64 " insns) before T%" PRIu32 " seq %" PRIu64
+               " -> T%" PRIu32 " seq %" PRIu64 " first at %" PRIu64 " ns, then T%" PRIu32
+               " seq %" PRIu64 " at %" PRIu64 " ns (order reversed; %" PRIu64 " ns nudge)\n",
+               delay, insns, p->thread_a, p->seq_a, p->thread_b, p->seq_b, at, p->thread_a,
+               p->seq_a, at + p->nudge, p->nudge);
+    else
+        printf("    delay %" PRIu64 " ns (%" PRIu64 " insns) before T%" PRIu32 " seq %" PRIu64
+               " -> both at %" PRIu64 " ns\n",
+               delay, insns, p->thread_a, p->seq_a, at);
 }
 
 int opt_plan_add_pair(optimize_ctx *c, const optimizer_pair *p, uint64_t delay)
@@ -133,8 +157,9 @@ static int run_exact(optimize_ctx *c)
     optimizer_pair *chosen = NULL;
     size_t nchosen = 0;
     t0 = opt_now_s();
-    if (!delta || optimizer_exact_select(c->m, cand, kept, o->dmax_set ? o->dmax : 0, delta,
-                                         &chosen, &nchosen, err, sizeof err) != 0) {
+    if (!delta || optimizer_exact_select_order(c->m, cand, kept, o->dmax_set ? o->dmax : 0,
+                                               opt_order_nudge(c), delta, &chosen, &nchosen, err,
+                                               sizeof err) != 0) {
         cli_error("%s: %s", o->trace, delta ? err : "out of memory");
         free(cand), free(delta);
         return WEFT_EXIT_FAIL;

@@ -1,8 +1,10 @@
 /* weft info / weft export: looking at a trace. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "weft/trace.h"
@@ -69,6 +71,18 @@ int cmd_info(int argc, char **argv)
     return rc ? WEFT_EXIT_FAIL : WEFT_EXIT_OK;
 }
 
+/* weft_trace_export writes OUT.tmp.PID and renames it over OUT when
+ * complete; SIGINT/SIGTERM/SIGHUP before that remove the temporary file,
+ * so OUT keeps its old content (or stays absent) and nothing is left over. */
+static char export_tmp[4096 + 32];
+
+static void on_export_signal(int sig)
+{
+    unlink(export_tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {{"format", required_argument, 0, 'F'},
@@ -115,6 +129,13 @@ int cmd_export(int argc, char **argv)
     weft_trace *t = open_with_symbols(argv[optind], &s);
     if (!t)
         return WEFT_EXIT_FAIL;
+    snprintf(export_tmp, sizeof export_tmp, "%s.tmp.%ld", out, (long)getpid());
+    struct sigaction sa = {0};
+    sa.sa_handler = on_export_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     int rc = weft_trace_export(t, s, f, out, err, sizeof err);
     if (rc)
         cli_error("%s", err);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -165,6 +166,7 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
     interrupted = 0;
     double t0 = now_s();
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         cli_error("cannot start qemu: %s", strerror(errno));
@@ -172,6 +174,12 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
     }
     if (pid == 0) {
         setpgid(0, 0);
+        /* weft killed outright (SIGKILL, no handler runs) must not leave
+         * qemu running unwatched, without a time limit: the kernel kills it
+         * with its parent. Checked after the call, in case weft died first. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         execvp(args[0], args);
@@ -179,6 +187,7 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
         _exit(127);
     }
     setpgid(pid, pid);
+    res->pid = (int)pid;
     int status = 0;
     res->end = GUEST_EXITED;
     for (;;) {

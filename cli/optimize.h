@@ -35,8 +35,8 @@ optimizer_model *opt_model_load(weft_trace *t, const opt_filter *f, const optimi
  * ta is an ancestor of tb and the event precedes the clone leading to tb.
  * Such a pair cannot be aligned by delaying the earlier event: the delay
  * shifts the clone and so the later event too. */
-int opt_ordered_by_creation(const weft_trace_summary *s, uint32_t ta, uint64_t time_a,
-                            uint32_t tb, uint64_t time_b);
+int opt_ordered_by_creation(const weft_trace_summary *s, uint32_t ta, uint64_t time_a, uint32_t tb,
+                            uint64_t time_b);
 
 /* "function (file:line)" / "variable+off" of a pc / address, or hex. */
 void opt_describe_pc(weft_symbols *syms, uint64_t pc, char *buf, size_t len);
@@ -74,6 +74,9 @@ double opt_now_s(void);
 void opt_print_event(optimize_ctx *c, size_t v, const char *what, uint64_t time);
 void opt_print_pair(optimize_ctx *c, size_t k, const optimizer_pair *p, uint64_t delay,
                     uint64_t at);
+/* --reads: how far a write-read pair's delayed event is put past the other
+ * (one cycle, in whole ns); 0 without --reads. */
+uint64_t opt_order_nudge(const optimize_ctx *c);
 /* Add an injection of `delay` before p->va, predicting p, to the plan. */
 int opt_plan_add_pair(optimize_ctx *c, const optimizer_pair *p, uint64_t delay);
 /* The searches: runs, statistics, plan from a hit. Returns the exit status. */
@@ -81,7 +84,13 @@ int opt_run_search(optimize_ctx *c);
 
 /* ---- running a guest for weft inject (inject_run.c) ---------------------- */
 
-typedef enum inj_end { INJ_EXITED, INJ_SIGNALED, INJ_TIMED_OUT, INJ_DEADLOCK, INJ_NO_TRACE } inj_end;
+typedef enum inj_end {
+    INJ_EXITED,
+    INJ_SIGNALED,
+    INJ_TIMED_OUT,
+    INJ_DEADLOCK,
+    INJ_NO_TRACE
+} inj_end;
 
 typedef struct inj_verdict {
     inj_end end;

@@ -38,7 +38,8 @@ static int export_hit(optimize_ctx *c, const search_result *r)
         optimizer_model_var(m, al[i].vb, &b);
         int swap = b.time < a.time;
         const optimizer_var *e = swap ? &b : &a, *l = swap ? &a : &b;
-        if (!opt_ordered_by_creation(c->sum, e->thread, e->time, l->thread, l->time) || i + 1 == na) {
+        if (!opt_ordered_by_creation(c->sum, e->thread, e->time, l->thread, l->time) ||
+            i + 1 == na) {
             pick = i, found = 1;
             p = (optimizer_pair){.va = swap ? al[i].vb : al[i].va,
                                  .vb = swap ? al[i].va : al[i].vb,
@@ -52,6 +53,10 @@ static int export_hit(optimize_ctx *c, const search_result *r)
                                  .delay = l->time - e->time,
                                  .applied = l->time - e->time,
                                  .aligned_time = l->time};
+            /* A write-read pair is exported put in order, as the exact
+             * solver does with --reads (opt_order_nudge). */
+            p.nudge = optimizer_pair_nudge(m, p.va, p.vb, opt_order_nudge(c));
+            p.applied += p.nudge;
             if (opt_ordered_by_creation(c->sum, e->thread, e->time, l->thread, l->time))
                 printf("weft: warning: every alignment at the hit pairs events that thread "
                        "creation orders; the replay will likely refute the plan\n");
@@ -120,11 +125,11 @@ static int write_stats(optimize_ctx *c, const search_config *cfg, const search_r
     free(cand);
     json_t *j = json_pack(
         "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:[f,f], s:o, s:o, s:o, s:f}", "trace",
-        o->trace, "algorithm", search_algorithm_name(cfg->algorithm), "dmax",
-        (json_int_t)cfg->dmax, "budget", (json_int_t)cfg->budget, "seed0", (json_int_t)o->seed,
-        "runs", (json_int_t)runs, "hits", (json_int_t)hits, "dim",
-        (json_int_t)optimizer_model_dim(c->m), "wall_seconds", wall, "ci95", lo, hi,
-        "evals_to_hit", evals, "seconds", secs, "best_fitness", best, "exact_seconds", t_exact);
+        o->trace, "algorithm", search_algorithm_name(cfg->algorithm), "dmax", (json_int_t)cfg->dmax,
+        "budget", (json_int_t)cfg->budget, "seed0", (json_int_t)o->seed, "runs", (json_int_t)runs,
+        "hits", (json_int_t)hits, "dim", (json_int_t)optimizer_model_dim(c->m), "wall_seconds",
+        wall, "ci95", lo, hi, "evals_to_hit", evals, "seconds", secs, "best_fitness", best,
+        "exact_seconds", t_exact);
     if (!j) {
         cli_error("%s: cannot build the statistics", o->stats);
         return -1;
@@ -246,4 +251,3 @@ int opt_run_search(optimize_ctx *c)
     free(res), free(ev);
     return rc;
 }
-

@@ -171,9 +171,25 @@ static uint64_t shift_of(const optimizer_model *m, const uint64_t *f, size_t v)
     return fenwick_prefix(f, v + 1) - fenwick_prefix(f, m->thread_begin[m->ev[v].thread]);
 }
 
+uint64_t optimizer_pair_nudge(const optimizer_model *m, size_t va, size_t vb, uint64_t order_nudge)
+{
+    if (va >= m->nev || vb >= m->nev)
+        return 0;
+    return m->ev[va].is_write != m->ev[vb].is_write ? order_nudge : 0;
+}
+
 int optimizer_exact_select(const optimizer_model *m, const optimizer_candidate *cand, size_t n,
                            uint64_t max_delay, uint64_t *delta, optimizer_pair **chosen,
                            size_t *nchosen, char *err, size_t errlen)
+{
+    return optimizer_exact_select_order(m, cand, n, max_delay, 0, delta, chosen, nchosen, err,
+                                        errlen);
+}
+
+int optimizer_exact_select_order(const optimizer_model *m, const optimizer_candidate *cand,
+                                 size_t n, uint64_t max_delay, uint64_t order_nudge,
+                                 uint64_t *delta, optimizer_pair **chosen, size_t *nchosen,
+                                 char *err, size_t errlen)
 {
     size_t nt = m->nthreads ? m->nthreads : 1;
     uint64_t *fw = calloc(m->nev + 1, sizeof *fw);
@@ -197,7 +213,8 @@ int optimizer_exact_select(const optimizer_model *m, const optimizer_candidate *
             continue;
         uint64_t ta = a->t + shift_of(m, fw, va);
         uint64_t tb = b->t + shift_of(m, fw, vb);
-        if (tb < ta || (max_delay && tb - ta > max_delay))
+        uint64_t nudge = optimizer_pair_nudge(m, va, vb, order_nudge);
+        if (tb < ta || (max_delay && tb - ta + nudge > max_delay))
             continue;
         if (k == cap) {
             optimizer_pair *p = realloc(c, 2 * cap * sizeof *c);
@@ -205,7 +222,7 @@ int optimizer_exact_select(const optimizer_model *m, const optimizer_candidate *
                 goto oom;
             c = p, cap *= 2;
         }
-        uint64_t d = tb - ta;
+        uint64_t d = tb - ta + nudge;
         delta[va] = d;
         fenwick_add(fw, m->nev, va, d);
         free_from[a->thread] = va + 1;
@@ -214,6 +231,7 @@ int optimizer_exact_select(const optimizer_model *m, const optimizer_candidate *
         optimizer_pair_fill(m, va, vb, &c[k]);
         c[k].applied = d;
         c[k].aligned_time = tb;
+        c[k].nudge = nudge;
         k++;
     }
     free(fw), free(free_from);

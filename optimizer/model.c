@@ -62,6 +62,7 @@ static int alloc_state(optimizer_model *m)
     while (m->leaves < na)
         m->leaves *= 2;
     m->ent = calloc(n, sizeof *m->ent);
+    m->base_ev = calloc(n, sizeof *m->base_ev);
     m->cur = calloc(n, sizeof *m->cur);
     m->tau = calloc(n, sizeof *m->tau);
     m->asum = calloc(na, sizeof *m->asum);
@@ -72,11 +73,13 @@ static int alloc_state(optimizer_model *m)
     size_t mp = m->max_per_addr ? m->max_per_addr : 1;
     m->moved = calloc(mp, sizeof *m->moved);
     m->still = calloc(mp, sizeof *m->still);
+    m->runs = calloc(mp + 1, sizeof *m->runs);
     m->undo_ent = calloc(n, sizeof *m->undo_ent);
     m->undo_sum = calloc(na, sizeof *m->undo_sum);
     m->undo_zero = calloc(na, sizeof *m->undo_zero);
-    return m->ent && m->cur && m->tau && m->asum && m->azero && m->tree && m->mark && m->touched &&
-                   m->moved && m->still && m->undo_ent && m->undo_sum && m->undo_zero
+    return m->ent && m->base_ev && m->runs && m->cur && m->tau && m->asum && m->azero && m->tree &&
+                   m->mark && m->touched && m->moved && m->still && m->undo_ent && m->undo_sum &&
+                   m->undo_zero
                ? 0
                : -1;
 }
@@ -185,9 +188,10 @@ static int build_layout(optimizer_model *m)
         return -1;
     for (size_t i = 0; i < m->nev; i++) {
         const model_event *e = &m->ev[i];
-        size_t a = e->addr_id;
-        m->ent[m->addr_begin[a] + fill[a]++] = (model_entry){
+        size_t a = e->addr_id, k = m->addr_begin[a] + fill[a]++;
+        m->ent[k] = (model_entry){
             .tau = e->t, .ev = (uint32_t)i, .thread = e->thread, .is_write = e->is_write};
+        m->base_ev[k] = (uint32_t)i;
     }
     free(fill);
     return 0;
@@ -236,7 +240,8 @@ void optimizer_model_free(optimizer_model *m)
     if (!m)
         return;
     free(m->ev), free(m->thread_begin), free(m->thread_end), free(m->addr_begin);
-    free(m->ent), free(m->cur), free(m->tau), free(m->asum), free(m->azero);
+    free(m->ent), free(m->base_ev), free(m->runs), free(m->cur), free(m->tau), free(m->asum),
+        free(m->azero);
     free(m->tree), free(m->mark), free(m->touched), free(m->moved), free(m->still);
     free(m->undo_ent), free(m->undo_sum), free(m->undo_zero);
     free(m);
@@ -358,19 +363,6 @@ static double scan_address(const model_entry *e, size_t n, size_t *zeros, align_
     return sum;
 }
 
-static int entry_cmp(const void *x, const void *y)
-{
-    const model_entry *a = x, *b = y;
-    if (a->tau != b->tau)
-        return a->tau < b->tau ? -1 : 1;
-    return (a->ev > b->ev) - (a->ev < b->ev);
-}
-
-static inline int entry_before(const model_entry *a, const model_entry *b)
-{
-    return a->tau < b->tau || (a->tau == b->tau && a->ev < b->ev);
-}
-
 static void tree_update(optimizer_model *m, size_t a)
 {
     size_t k = m->leaves + a;
@@ -400,11 +392,8 @@ double optimizer_fitness(optimizer_model *m, const uint64_t *delta)
             m->tau[i] = m->ev[i].t + cum;
         }
     }
-    for (size_t i = 0; i < m->nev; i++)
-        m->ent[i].tau = m->tau[m->ent[i].ev];
     for (size_t a = 0; a < m->naddr; a++) {
-        size_t b = m->addr_begin[a], n = m->addr_begin[a + 1] - b;
-        qsort(m->ent + b, n, sizeof *m->ent, entry_cmp);
+        optimizer_sort_address(m, a);
         rescan(m, a);
         m->tree[m->leaves + a] = m->asum[a];
     }

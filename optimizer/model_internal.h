@@ -40,6 +40,8 @@ struct optimizer_model {
     size_t naddr;
     size_t *addr_begin; /* [naddr + 1]: each address's slice of ent */
     model_entry *ent;
+    uint32_t *base_ev; /* [nev]: each address's events in event order, the merge sort's input */
+    size_t *runs;      /* [max_per_addr + 1]: the merge sort's run boundaries */
     size_t max_per_addr;
 
     /* Current point. */
@@ -69,6 +71,15 @@ struct optimizer_model {
     double *undo_sum;
     size_t *undo_zero;
 };
+
+/* The total order of an address's entries: by tau, then by event index. */
+static inline int entry_before(const model_entry *a, const model_entry *b)
+{
+    return a->tau < b->tau || (a->tau == b->tau && a->ev < b->ev);
+}
+
+/* Put address a's entries in entry_before order at the current tau (model_sort.c). */
+void optimizer_sort_address(optimizer_model *m, size_t a);
 
 int optimizer_fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -85,7 +85,8 @@ void optimizer_injection_for_var(const optimizer_model *m, size_t v, uint64_t de
                                                .thread_b = pred->thread_b,
                                                .seq_b = pred->seq_b,
                                                .address = pred->addr,
-                                               .time = pred->aligned_time};
+                                               .time = pred->aligned_time,
+                                               .nudge = pred->nudge};
     }
 }
 
@@ -178,6 +179,8 @@ static json_t *injection_json(const optimizer_injection *j)
             bad |= set_uint(pr, "seq_b", q->seq_b);
             bad |= set(pr, "address", hex(q->address));
             bad |= set_uint(pr, "time", q->time);
+            if (q->nudge) /* absent for a collision, as in plans written before it existed */
+                bad |= set_uint(pr, "nudge_ns", q->nudge);
         }
     } else {
         bad |= set(o, "predicted", json_null());

@@ -201,7 +201,7 @@ static int parse_settings(pctx *c, json_t *root, optimizer_plan *p)
 static int parse_predicted(pctx *c, json_t *o, const char *base, optimizer_predicted *q)
 {
     static const char *const keys[] = {"thread_a", "seq_a", "thread_b", "seq_b",
-                                       "address",  "time",  NULL};
+                                       "address",  "time",  "nudge_ns", NULL};
     uint64_t ta, tb;
     if (check_keys(c, o, base, keys) < 0 || get_uint(c, o, base, "thread_a", UINT32_MAX, &ta) < 0 ||
         get_uint(c, o, base, "seq_a", INT64_MAX, &q->seq_a) < 0 ||
@@ -209,6 +209,10 @@ static int parse_predicted(pctx *c, json_t *o, const char *base, optimizer_predi
         get_uint(c, o, base, "seq_b", INT64_MAX, &q->seq_b) < 0 ||
         get_hex(c, o, base, "address", &q->address) < 0 ||
         get_uint(c, o, base, "time", INT64_MAX, &q->time) < 0)
+        return -1;
+    q->nudge = 0;
+    if (json_object_get(o, "nudge_ns") &&
+        get_uint(c, o, base, "nudge_ns", INT64_MAX, &q->nudge) < 0)
         return -1;
     q->thread_a = (uint32_t)ta;
     q->thread_b = (uint32_t)tb;
@@ -332,8 +336,7 @@ int optimizer_plan_parse(const char *text, const char *name, const optimizer_pla
     json_error_t je;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        optimizer_fail(err, errlen, "%s: line %d column %d: %s", name, je.line, je.column,
-                       je.text);
+        optimizer_fail(err, errlen, "%s: line %d column %d: %s", name, je.line, je.column, je.text);
         return one_line(err, errlen);
     }
     int rc = parse_root(&c, root, lim, out);

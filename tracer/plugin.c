@@ -112,7 +112,7 @@ void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, 
     if (!v->begun && kind != WEFT_EV_THREAD_START)
         plugin_begin_thread(v, 0); /* an event before its first turn: it started unordered */
     if (g_plugin.cfg.inject && kind != WEFT_EV_DELAY)
-        cycles += inject_apply(v, cycles, pc); /* not applied at a gate: shift here */
+        cycles += inject_at_record(v, cycles, pc); /* not applied at a gate: shift here */
     weft_event *e = &v->buf[v->nbuf++];
     e->time = cycles_to_ns(cycles);
     e->seq = 0;
@@ -257,7 +257,7 @@ static void insn_gate_bound(vcpu_state *v, const insn_info *ii)
     if (!plugin_may_wait_in_exec(v))
         return;
     if (g_plugin.cfg.inject) /* shift before the gate, so the access is ordered at its new time */
-        inject_apply(v, vcpu_cycles_at(v, v->tb_base + ii->index), ii->pc);
+        inject_at_gate(v, vcpu_cycles_at(v, v->tb_base + ii->index), ii->pc);
     uint64_t cycles = vcpu_cycles_at(v, v->tb_base + ii->index);
     int atomic = (ii->flags & INSN_ATOMIC) != 0;
     if (!atomic && g_plugin.cfg.settings.quantum &&

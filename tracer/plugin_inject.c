@@ -2,7 +2,15 @@
  * the planned event of the planned thread, by adding to the thread's time
  * offset, so that event and everything after it in that thread shift (seed
  * 004 Eq. 2). Events are matched by the thread's sequence number among
- * recorded events (as in the uninjected trace) and, as a check, by pc. */
+ * recorded events (as in the uninjected trace) and, as a check, by pc.
+ *
+ * The pc is checked where it proves something. A gate comes before the
+ * access is known to be recorded: an access to the thread's own stack
+ * through a register other than SP is gated like any other and then dropped
+ * by the filter, so the gate after event seq-1 can be at another pc while
+ * event seq is still ahead. Such a gate leaves the injection pending; it is
+ * missed only when the event recorded at seq has another pc, or when the
+ * thread ends before recording event seq. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,11 +25,15 @@
 typedef struct injection {
     uint32_t thread;
     uint64_t seq, pc, delay_cycles;
-    int state;          /* 0 pending, 1 applied, 2 missed: the thread went elsewhere */
+    int state;          /* INJ_PENDING, INJ_APPLIED, INJ_MISSED */
+    int why;            /* of a miss: INJ_WHY_* */
     uint64_t at_cycles; /* thread time when applied */
     uint64_t trace_seq; /* seq of the delayed event in the injected trace */
     uint64_t seen_pc;   /* pc of the event found at seq */
 } injection;
+
+enum { INJ_PENDING, INJ_APPLIED, INJ_MISSED };
+enum { INJ_WHY_NONE, INJ_WHY_PC, INJ_WHY_SKIPPED, INJ_WHY_ENDED, INJ_WHY_NEVER_RAN };
 
 static injection *injections;
 static size_t ninjections;
@@ -89,64 +101,100 @@ int inject_load(const char *path, uint32_t max_pes, char *err, size_t errlen)
     return 0;
 }
 
-uint64_t inject_due(vcpu_state *v, uint64_t pc)
+/* The thread's next injection if it is due now (and marked applied), else
+ * NULL. `recorded`: called as an event is recorded, rather than at the gate
+ * of an access the filter may still drop. */
+static injection *inject_due(vcpu_state *v, uint64_t pc, int recorded)
 {
     if (!ninjections || v->pe < 0)
-        return 0;
+        return NULL;
     thread_record *tr = &g_plugin.threads[v->pe];
     uint64_t seq_now = tr->events - tr->delays; /* as numbered without injections */
     size_t *i = &next_of[v->pe];
+    /* Every recorded event passes here first, so nothing is skipped unless
+     * the counting is broken; say so rather than apply a delay late. */
     while (*i < ninjections && injections[*i].thread == (uint32_t)v->pe &&
-           injections[*i].seq < seq_now)
-        injections[(*i)++].state = 2; /* passed without the planned pc */
+           injections[*i].seq < seq_now) {
+        injections[*i].state = INJ_MISSED;
+        injections[(*i)++].why = INJ_WHY_SKIPPED;
+    }
     if (*i >= ninjections || injections[*i].thread != (uint32_t)v->pe ||
         injections[*i].seq != seq_now)
-        return 0;
+        return NULL;
     injection *in = &injections[*i];
-    in->seen_pc = pc;
     if (in->pc && in->pc != pc) {
-        in->state = 2;
+        if (!recorded)
+            return NULL; /* maybe a dropped stack access: wait for the event itself */
+        in->seen_pc = pc;
+        in->state = INJ_MISSED;
+        in->why = INJ_WHY_PC;
         (*i)++;
-        return 0;
+        return NULL;
     }
-    in->state = 1;
+    in->seen_pc = pc;
+    in->state = INJ_APPLIED;
     (*i)++;
-    return in->delay_cycles;
+    return in;
 }
 
-/* Apply a due injection: a DELAY event at the current time, then the shift. */
-uint64_t inject_apply(vcpu_state *v, uint64_t cycles, uint64_t pc)
+/* Apply the injections due now: a DELAY event each, then the shift. */
+static uint64_t inject_apply(vcpu_state *v, uint64_t cycles, uint64_t pc, int recorded)
 {
-    uint64_t d = inject_due(v, pc);
-    if (!d)
-        return 0;
-    injection *in = &injections[next_of[v->pe] - 1];
-    in->at_cycles = cycles;
-    thread_record *tr = &g_plugin.threads[v->pe];
-    tr->delays++;
-    plugin_record(v, WEFT_EV_DELAY, cycles, cycles_to_ns(d), pc, 0, 0);
-    in->trace_seq = tr->events; /* the delayed event comes next */
-    v->offset += d;
-    return d;
+    uint64_t total = 0;
+    injection *in;
+    thread_record *tr = v->pe >= 0 ? &g_plugin.threads[v->pe] : NULL;
+    while ((in = inject_due(v, pc, recorded)) != NULL) {
+        in->at_cycles = cycles + total;
+        if (in->delay_cycles) {
+            tr->delays++;
+            plugin_record(v, WEFT_EV_DELAY, cycles + total, cycles_to_ns(in->delay_cycles), pc, 0,
+                          0);
+            v->offset += in->delay_cycles;
+            total += in->delay_cycles;
+        }
+        in->trace_seq = tr->events; /* the delayed event comes next */
+    }
+    return total;
+}
+
+uint64_t inject_at_gate(vcpu_state *v, uint64_t cycles, uint64_t pc)
+{
+    return inject_apply(v, cycles, pc, 0);
+}
+
+uint64_t inject_at_record(vcpu_state *v, uint64_t cycles, uint64_t pc)
+{
+    return inject_apply(v, cycles, pc, 1);
 }
 
 void inject_write_report(const char *path)
 {
     if (!path || !ninjections)
         return;
+    static const char *const whys[] = {
+        [INJ_WHY_NONE] = NULL,
+        [INJ_WHY_PC] = "the event at seq has another pc",
+        [INJ_WHY_SKIPPED] = "event seq passed unchecked",
+        [INJ_WHY_ENDED] = "the thread ended before event seq",
+        [INJ_WHY_NEVER_RAN] = "the thread never ran",
+    };
     json_t *arr = json_array();
     for (size_t i = 0; i < ninjections; i++) {
-        const injection *in = &injections[i];
-        json_array_append_new(arr, json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I}", "thread",
-                                             (json_int_t)in->thread, "seq", (json_int_t)in->seq,
-                                             "pc", (json_int_t)in->pc, "delay_cycles",
-                                             (json_int_t)in->delay_cycles, "state",
-                                             in->state == 1   ? "applied"
-                                             : in->state == 2 ? "missed"
-                                                              : "not reached",
-                                             "at_ns", (json_int_t)cycles_to_ns(in->at_cycles),
-                                             "trace_seq", (json_int_t)in->trace_seq, "seen_pc",
-                                             (json_int_t)in->seen_pc));
+        injection *in = &injections[i];
+        /* The report is written as the process ends: whatever is still
+         * pending belongs to a thread that ended (or never started) first. */
+        if (in->state == INJ_PENDING) {
+            in->state = INJ_MISSED;
+            in->why = g_plugin.threads[in->thread].events ? INJ_WHY_ENDED : INJ_WHY_NEVER_RAN;
+        }
+        json_array_append_new(
+            arr,
+            json_pack("{s:I, s:I, s:I, s:I, s:s, s:s?, s:I, s:I, s:I}", "thread",
+                      (json_int_t)in->thread, "seq", (json_int_t)in->seq, "pc", (json_int_t)in->pc,
+                      "delay_cycles", (json_int_t)in->delay_cycles, "state",
+                      in->state == INJ_APPLIED ? "applied" : "missed", "why", whys[in->why],
+                      "at_ns", (json_int_t)cycles_to_ns(in->at_cycles), "trace_seq",
+                      (json_int_t)in->trace_seq, "seen_pc", (json_int_t)in->seen_pc));
     }
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());

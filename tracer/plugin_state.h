@@ -134,8 +134,11 @@ void sched_write_record(void);
 /* plugin_inject.c */
 int inject_load(const char *path, uint32_t max_pes, char *err, size_t errlen);
 /* If the thread's next recorded event is a planned one (and its pc matches),
- * record a DELAY event at `cycles` and shift the thread; returns the delay. */
-uint64_t inject_apply(vcpu_state *v, uint64_t cycles, uint64_t pc);
+ * record a DELAY event at `cycles` and shift the thread; returns the delay.
+ * At a gate the access may yet be dropped by the filter, so another pc there
+ * leaves the injection pending; at a recorded event it misses it. */
+uint64_t inject_at_gate(vcpu_state *v, uint64_t cycles, uint64_t pc);
+uint64_t inject_at_record(vcpu_state *v, uint64_t cycles, uint64_t pc);
 void inject_write_report(const char *path);
 
 void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t num, uint64_t a1,

@@ -4,6 +4,9 @@ set -euo pipefail
 : "${WEFT:?}" "${WEFT_FIXTURES:?}" "${QEMU_AARCH64:?}"
 WEFT_TMP="${WEFT_TMP:-/tmp}"
 mkdir -p "$WEFT_TMP"
+# weft's own temporary folders (weft inject's runs) go there too, so that
+# leftovers.sh can tell the suite's processes from anyone else's.
+export TMPDIR="$WEFT_TMP"
 work="$(mktemp -d "$WEFT_TMP/e2e.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 passed=0

@@ -105,7 +105,7 @@ static void test_pairs_match_bruteforce(void **state)
     (void)state;
     weft_event ev[80];
     uint64_t delta[80];
-    size_t total_pairs = 0, total_chosen = 0;
+    size_t total_pairs = 0, total_chosen = 0, total_nudged = 0;
     for (int trial = 0; trial < 300; trial++) {
         size_t n = 0;
         uint32_t threads = 2 + (uint32_t)rnd(4);
@@ -156,11 +156,90 @@ static void test_pairs_match_bruteforce(void **state)
         if (nc)
             assert_true(optimizer_aligned(m) >= 1);
         total_chosen += nc;
+        free(c);
+        /* With an order nudge, every write-read pair chosen holds at once
+         * nudge apart (a after b), write-write pairs at one time. */
+        uint64_t nudge = 1 + rnd(3);
+        assert_int_equal(optimizer_exact_select_order(m, p, np, 0, nudge, delta, &c, &nc, NULL, 0),
+                         0);
+        optimizer_fitness(m, delta);
+        for (size_t i = 0; i < nc; i++) {
+            optimizer_var a, b;
+            optimizer_model_var(m, c[i].va, &a);
+            optimizer_model_var(m, c[i].vb, &b);
+            assert_int_equal(c[i].nudge, a.is_write != b.is_write ? nudge : 0);
+            assert_int_equal(b.tau, c[i].aligned_time);
+            assert_int_equal(a.tau, c[i].aligned_time + c[i].nudge);
+            assert_int_equal(delta[c[i].va], c[i].applied);
+            total_nudged += c[i].nudge != 0;
+        }
         free(p), free(q), free(c);
         optimizer_model_free(m);
     }
     assert_true(total_pairs > 1000);
     assert_true(total_chosen > 300);
+    assert_true(total_nudged > 50);
+}
+
+/* --reads in weft optimize: a write-read pair is put in order, the delayed
+ * event one nudge after the other, since at one virtual time the platform
+ * orders the two by thread number. T0: W x@10 (v0), W y@60 (v1);
+ * T1: R x@30 (v2), W y@90 (v3). */
+static void test_order_nudge(void **state)
+{
+    (void)state;
+    weft_event ev[4] = {wr(0, 0, 10, WEFT_EV_WRITE, 8), wr(0, 1, 60, WEFT_EV_WRITE, 16),
+                        wr(1, 0, 30, WEFT_EV_READ, 8), wr(1, 1, 90, WEFT_EV_WRITE, 16)};
+    optimizer_options o = optimizer_options_default();
+    o.include_reads = 1;
+    optimizer_model *m = optimizer_model_from_events(ev, 4, &o, NULL, 0);
+    assert_int_equal(optimizer_model_dim(m), 4);
+    assert_int_equal(optimizer_pair_nudge(m, 0, 2, 5), 5); /* write, read */
+    assert_int_equal(optimizer_pair_nudge(m, 1, 3, 5), 0); /* two writes */
+    optimizer_candidate *p;
+    size_t n;
+    assert_int_equal(optimizer_exact_pairs(m, &p, &n, NULL, 0), 0);
+    assert_int_equal(n, 2); /* (v0, v2) delay 20, (v1, v3) delay 30 */
+    uint64_t delta[4];
+    optimizer_pair *c;
+    size_t nc;
+    /* Without a nudge: v0 meets the read at 30; v1 moves to 80 and then
+     * meets v3 with 10 more. */
+    assert_int_equal(optimizer_exact_select_order(m, p, n, 0, 0, delta, &c, &nc, NULL, 0), 0);
+    assert_int_equal(nc, 2);
+    assert_int_equal(c[0].applied, 20);
+    assert_int_equal(c[0].nudge, 0);
+    assert_int_equal(c[1].applied, 10);
+    free(c);
+    /* Nudge 1: the write lands at 31, after the read at 30; v1 moves to 81,
+     * and the second pair (two writes, no nudge) needs 9 to meet v3 at 90. */
+    assert_int_equal(optimizer_exact_select_order(m, p, n, 0, 1, delta, &c, &nc, NULL, 0), 0);
+    assert_int_equal(nc, 2);
+    assert_int_equal(c[0].va, 0);
+    assert_int_equal(c[0].applied, 21);
+    assert_int_equal(c[0].nudge, 1);
+    assert_int_equal(c[0].aligned_time, 30);
+    assert_int_equal(c[1].applied, 9);
+    assert_int_equal(c[1].nudge, 0);
+    assert_int_equal(c[1].aligned_time, 90);
+    optimizer_fitness(m, delta);
+    assert_int_equal(tau_of(m, 0), 31);
+    assert_int_equal(tau_of(m, 2), 30);
+    assert_int_equal(tau_of(m, 1), 90);
+    assert_int_equal(optimizer_aligned(m), 2); /* y: a zero term each; x: 1 apart */
+    /* The prediction carries the nudge into the plan. */
+    optimizer_injection inj;
+    optimizer_injection_for_var(m, c[0].va, c[0].applied, &c[0], &inj);
+    assert_int_equal(inj.delay_ns, 21);
+    assert_int_equal(inj.predicted.time, 30);
+    assert_int_equal(inj.predicted.nudge, 1);
+    free(c);
+    /* The nudge counts against the bound on a delay: 20 + 1 > 20. */
+    assert_int_equal(optimizer_exact_select_order(m, p, n, 20, 1, delta, &c, &nc, NULL, 0), 0);
+    assert_int_equal(nc, 0);
+    free(c);
+    free(p);
+    optimizer_model_free(m);
 }
 
 static double seconds(void)
@@ -216,6 +295,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_example),
         cmocka_unit_test(test_pairs_match_bruteforce),
+        cmocka_unit_test(test_order_nudge),
         cmocka_unit_test(test_hundred_thousand_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

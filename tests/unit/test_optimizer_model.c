@@ -226,6 +226,63 @@ static void test_fast_equals_naive(void **state)
     assert_true(with_alignment > 100); /* the zero-term path is exercised */
 }
 
+/* Addresses with many events: the full evaluation sorts those by merging
+ * per-thread runs (model_sort.c) rather than by insertion (up to 32). Half
+ * the traces let a thread's times go backwards, which breaks the runs the
+ * merge expects to find; the sort must still be right. Each point is also
+ * evaluated again after an unrelated one: the result depends only on the
+ * point, bit for bit, whatever order the previous evaluation left. */
+static void test_fast_equals_naive_long_addresses(void **state)
+{
+    (void)state;
+    enum { CAP = 400 };
+    static weft_event ev[CAP];
+    static uint64_t d[CAP], other[CAP];
+    size_t long_addresses = 0, with_alignment = 0;
+    for (int trial = 0; trial < 60; trial++) {
+        uint32_t threads = 2 + (uint32_t)rnd(7);
+        uint64_t naddr = 1 + rnd(3);
+        int monotone = trial % 2 == 0;
+        size_t n = 0, per_addr[3] = {0};
+        for (uint32_t t = 0; t < threads; t++) {
+            size_t k = 5 + rnd(CAP / threads - 5);
+            uint64_t time = rnd(100);
+            for (size_t s = 0; s < k && n < CAP; s++) {
+                if (monotone || rnd(3))
+                    time += rnd(20);
+                else
+                    time -= time > 40 ? rnd(40) : 0;
+                uint64_t a = rnd(naddr);
+                per_addr[a]++;
+                ev[n++] = acc(t, s, time, (uint8_t)rnd(3), 0x1000 + 8 * a);
+            }
+        }
+        for (uint64_t a = 0; a < naddr; a++)
+            long_addresses += per_addr[a] > 32;
+        optimizer_options o = optimizer_options_default();
+        o.include_reads = (int)rnd(2);
+        optimizer_model *m = optimizer_model_from_events(ev, n, &o, NULL, 0);
+        assert_non_null(m);
+        size_t dim = optimizer_model_dim(m);
+        for (int k = 0; k < 4; k++) {
+            random_delays(d, dim, k == 0 ? 0 : k == 1 ? 5 : 400);
+            random_delays(other, dim, 400);
+            size_t zn;
+            double fast = optimizer_fitness(m, d);
+            double naive = optimizer_fitness_naive(m, d, &zn);
+            assert_float_equal(fast, naive, 1e-9);
+            assert_int_equal(optimizer_aligned(m), zn);
+            with_alignment += zn > 0;
+            optimizer_fitness(m, other);
+            assert_true(optimizer_fitness(m, d) == fast);
+            assert_int_equal(optimizer_aligned(m), zn);
+        }
+        optimizer_model_free(m);
+    }
+    assert_true(long_addresses >= 60); /* the merge path is what is tested */
+    assert_true(with_alignment > 40);
+}
+
 static void test_incremental_equals_full(void **state)
 {
     (void)state;
@@ -359,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_eq4_with_reads),
         cmocka_unit_test(test_granule_and_bad_options),
         cmocka_unit_test(test_fast_equals_naive),
+        cmocka_unit_test(test_fast_equals_naive_long_addresses),
         cmocka_unit_test(test_incremental_equals_full),
         cmocka_unit_test(test_searches_find_alignment),
         cmocka_unit_test(test_sa_million_evaluations),

@@ -66,8 +66,22 @@ static void sample_plan(optimizer_plan *p)
                                            .address = 0x4a1020,
                                            .time = 23000}};
     optimizer_injection b = {.thread = 2, .seq = 0, .pc = 0x400b00, .delay_ns = 0};
+    /* An order-violation pair (weft optimize --reads): a is put 2 ns after b. */
+    optimizer_injection c = {.thread = 0,
+                             .seq = 3,
+                             .pc = 0x400c00,
+                             .delay_ns = 902,
+                             .has_predicted = 1,
+                             .predicted = {.thread_a = 0,
+                                           .seq_a = 3,
+                                           .thread_b = 1,
+                                           .seq_b = 4,
+                                           .address = 0x4a2078,
+                                           .time = 1900,
+                                           .nudge = 2}};
     assert_int_equal(optimizer_plan_add(p, &a), 0);
     assert_int_equal(optimizer_plan_add(p, &b), 0);
+    assert_int_equal(optimizer_plan_add(p, &c), 0);
 }
 
 static void assert_str_or_null(const char *a, const char *b)
@@ -108,8 +122,9 @@ static void test_round_trip(void **state)
     assert_int_equal(q.seed, 12345);
     assert_int_equal(q.dmax, 10000000);
     assert_int_equal(q.evaluations, 4711);
-    assert_int_equal(q.ninjections, 2);
-    for (size_t i = 0; i < 2; i++) {
+    assert_int_equal(q.ninjections, 3);
+    assert_int_equal(q.injections[2].predicted.nudge, 2);
+    for (size_t i = 0; i < 3; i++) {
         const optimizer_injection *a = &p.injections[i], *b = &q.injections[i];
         assert_int_equal(a->thread, b->thread);
         assert_int_equal(a->seq, b->seq);
@@ -132,6 +147,14 @@ static void test_round_trip(void **state)
                      -1);
     assert_string_equal(err, "plan.json: program.build_id: plan is for build-id \"dead0b1e\" but "
                              "/fixtures/avn has \"dead\"");
+    /* nudge_ns is written only for a nudged pair: a collision's prediction
+     * reads as it did before the key existed. */
+    char cmd0[1024];
+    snprintf(cmd0, sizeof cmd0,
+             "test $(grep -c '\"nudge_ns\": 2' '%s') -eq 1 && "
+             "test $(grep -c nudge_ns '%s') -eq 1",
+             path, path);
+    assert_int_equal(system(cmd0), 0);
     /* No temporary file is left next to the plan. */
     char cmd[512];
     snprintf(cmd, sizeof cmd, "test $(ls '%s' | wc -l) -eq 1", dir);
@@ -244,6 +267,9 @@ static const bad_case bad_cases[] = {
     {"injections.0.predicted.address", "\"here\"",
      "injections[0].predicted.address: must be a hex string like \"0x400a10\""},
     {"injections.0.predicted.time", NULL, "injections[0].predicted.time: missing"},
+    {"injections.2.predicted.nudge_ns", "-2",
+     "injections[2].predicted.nudge_ns: must be a non-negative integer"},
+    {"injections.2.predicted.nudge", "2", "injections[2].predicted.nudge: unknown key"},
 };
 
 static void test_malformed_plans(void **state)

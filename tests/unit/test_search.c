@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <gsl/gsl_rng.h>
 
 #include <weft/search.h>
 
@@ -212,6 +213,68 @@ static void test_budget_without_target(void **state)
     }
 }
 
+/* Records every point RND evaluates. */
+typedef struct recorder {
+    uint64_t x[4][64];
+    size_t n;
+} recorder;
+
+static double recorder_fitness(void *ctx, const uint64_t *x)
+{
+    recorder *r = ctx;
+    if (r->n < 64)
+        memcpy(&r->x[0][0] + 4 * r->n, x, 4 * sizeof *x);
+    r->n++;
+    return 1.0;
+}
+
+/* RND draws its points with its own copy of gsl_rng_uniform_int's
+ * arithmetic (scale computed once, 32-bit division): the points must be
+ * exactly gsl_rng_uniform_int's, seed for seed. dmax + 1 = 3e9 leaves a
+ * scale of 1 and rejects ~30% of draws; 10^7 + 1 and 2^32 - 2 hit the
+ * other ends; 2^32 and 2^40 take uniform_below's 64-bit path. */
+static void test_rnd_points_are_gsl_stream(void **state)
+{
+    (void)state;
+    const uint64_t dmaxes[] = {0,           1,           1000,        10000000,
+                               2999999999u, 4294967294u, 4294967295u, UINT64_C(1) << 40};
+    for (size_t k = 0; k < sizeof dmaxes / sizeof *dmaxes; k++) {
+        recorder rec = {.n = 0};
+        search_problem p = {.dim = 4, .ctx = &rec, .fitness = recorder_fitness};
+        search_config c = search_config_default(dmaxes[k]);
+        c.algorithm = SEARCH_RND;
+        c.seed = 1000 + k;
+        c.budget = 64;
+        search_result r;
+        assert_int_equal(search_run(&p, &c, &r, NULL, 0), 0);
+        search_result_free(&r);
+        gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(g, (unsigned long)c.seed);
+        size_t points = dmaxes[k] == 0 ? 1 : 64; /* no freedom: one point */
+        assert_int_equal(rec.n, points);
+        uint64_t top = 0;
+        for (size_t i = 0; i < 4 * points; i++) {
+            uint64_t want;
+            if (dmaxes[k] == 0) {
+                want = gsl_rng_uniform_int(g, 1);
+            } else if (dmaxes[k] + 1 <= 0xffffffffu) {
+                want = gsl_rng_uniform_int(g, (unsigned long)(dmaxes[k] + 1));
+            } else {
+                do
+                    want = ((uint64_t)gsl_rng_get(g) << 32) | gsl_rng_get(g);
+                while (want >= UINT64_MAX - UINT64_MAX % (dmaxes[k] + 1));
+                want %= dmaxes[k] + 1;
+            }
+            assert_int_equal((&rec.x[0][0])[i], want);
+            top = want > top ? want : top;
+        }
+        /* Not a stream of zeros: large ranges are reached. */
+        if (dmaxes[k] >= 1000)
+            assert_true(top > dmaxes[k] / 2);
+        gsl_rng_free(g);
+    }
+}
+
 static void test_bad_config(void **state)
 {
     (void)state;
@@ -280,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_algorithms_hit_target),
         cmocka_unit_test(test_same_seed_same_run),
         cmocka_unit_test(test_budget_without_target),
+        cmocka_unit_test(test_rnd_points_are_gsl_stream),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_clopper_pearson),
         cmocka_unit_test(test_quartiles),

@@ -98,7 +98,8 @@ typedef struct optimizer_pair {
     uint64_t time_a, time_b; /* traced times */
     uint64_t delay;          /* time_b - time_a (0 if b is earlier) */
     uint64_t applied;        /* exact selection: Δ placed before a (accounts for earlier delays) */
-    uint64_t aligned_time;   /* predicted τ of both events */
+    uint64_t aligned_time;   /* predicted τ of both events (of b when nudge > 0) */
+    uint64_t nudge;          /* a write-read pair put in order: a lands this long after b */
 } optimizer_pair;
 
 /* Alignments at the current point, at most max written; returns how many
@@ -144,6 +145,18 @@ int optimizer_exact_pairs_bruteforce(const optimizer_model *m, optimizer_candida
 int optimizer_exact_select(const optimizer_model *m, const optimizer_candidate *c, size_t n,
                            uint64_t max_delay, uint64_t *delta, optimizer_pair **chosen,
                            size_t *nchosen, char *err, size_t errlen);
+/* The same, and with order_nudge > 0 a pair of a write and a read is not aligned but put in
+ * order, a at τ_b + order_nudge: at equal times the platform orders the two
+ * accesses by thread number, which may be the traced order again, so an
+ * order violation would stay hidden. The delay is τ_b - τ_a + order_nudge,
+ * and later candidates see it. Pairs of two writes are aligned as ever. */
+int optimizer_exact_select_order(const optimizer_model *m, const optimizer_candidate *c, size_t n,
+                                 uint64_t max_delay, uint64_t order_nudge, uint64_t *delta,
+                                 optimizer_pair **chosen, size_t *nchosen, char *err,
+                                 size_t errlen);
+/* The nudge a pair of these two kept events gets: order_nudge if exactly one
+ * of them is a write, else 0. */
+uint64_t optimizer_pair_nudge(const optimizer_model *m, size_t va, size_t vb, uint64_t order_nudge);
 
 /* ---- injection plans (docs/plan-format.md) --------------------------------- */
 
@@ -153,7 +166,8 @@ typedef struct optimizer_predicted {
     uint32_t thread_a, thread_b;
     uint64_t seq_a, seq_b;
     uint64_t address;
-    uint64_t time; /* predicted common virtual time, ns */
+    uint64_t time;  /* predicted common virtual time, ns (b's when nudge > 0) */
+    uint64_t nudge; /* ns a is predicted after b (plan key nudge_ns; 0: together) */
 } optimizer_predicted;
 
 typedef struct optimizer_injection {

@@ -1,0 +1,300 @@
+# Bad input to weft: every row of docs/errors.md, its exact one-line message
+# and exit status. The test also checks that each line it expects is written
+# in docs/errors.md and, at the end, that every line of the doc's tables was
+# checked here, so the doc and the behaviour cannot drift apart.
+source "$(dirname "$0")/lib.sh"
+: "${WEFT_SRC:?}"
+doc="$WEFT_SRC/docs/errors.md"
+cd "$work" # messages name the inputs as given: short relative paths
+: >"$work/checked"
+export TMPDIR="$work/tmp" # weft inject's run folders: must be gone afterwards
+mkdir "$TMPDIR"
+mounts=()
+trap 'for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+
+# expect_as DOCLINE NAME STATUS LINE CMD...: CMD exits STATUS with exactly
+# LINE on stderr, and DOCLINE (LINE with placeholders for values the build
+# decides) is in docs/errors.md.
+expect_as() {
+  local docline="$1" name="$2" want="$3" line="$4"; shift 4
+  run_status st "$@" >"$work/out" 2>"$work/err"
+  check "$name: exit $want (got $st)" test "$st" = "$want"
+  if [ "$(cat "$work/err")" = "$line" ]; then
+    ok "$name: says '$line'"
+  else
+    fail "$name: says '$(head -c 300 "$work/err")', expected '$line'"
+  fi
+  check "$name: message in docs/errors.md" grep -qF -- "\`$docline\`" "$doc"
+  printf '%s\n' "$docline" >>"$work/checked"
+}
+# known NAME CMD...: a check that fails because of a known, reported bug:
+# KNOWN (not a failure) while it fails, ok once fixed.
+known() {
+  local name="$1"; shift
+  if "$@"; then ok "$name"; else echo "KNOWN $name"; fi
+}
+# expect NAME STATUS LINE CMD...: the same, LINE has no placeholder.
+expect() { expect_as "$3" "$@"; }
+
+# tmpfs DIR [OPTIONS]: mount a 16 KiB tmpfs on DIR (root only); false if refused.
+tmpfs() {
+  mkdir -p "$1"
+  if mount -t tmpfs -o "size=16k${2:+,$2}" tmpfs "$1" 2>/dev/null; then
+    mounts+=("$work/$1")
+  else
+    echo "skip: mount -t tmpfs refused (not root?): the rows that need $1/ are not checked"
+    return 1
+  fi
+}
+
+cp "$WEFT_FIXTURES/lost_update" lu
+cp "$WEFT_FIXTURES/paper_avn" avn
+run_status st "$WEFT" trace -q --mode exact -o lu.wtr -- ./lu >/dev/null
+check "setup: traced lost_update" test "$st" = 0 -a -s lu.wtr
+run_status st "$WEFT" optimize lu.wtr -o lu.json >/dev/null 2>&1
+check "setup: a plan for lost_update" test "$st" = 0 -a -s lu.json
+mkdir adir emptyroot
+printf 'hello\n' >text
+cp text text.wtr
+cp /bin/true x86
+ro=""
+tmpfs ro ro && ro=1
+full=""
+tmpfs full && full=1
+
+# ---- guest programs ---------------------------------------------------------------
+expect "program: missing" 1 "weft: nosuch: No such file or directory" "$WEFT" trace -o x.wtr -- nosuch
+expect "program: not an ELF" 1 "weft: text: not an ELF executable" "$WEFT" trace -o x.wtr -- text
+expect "program: x86-64" 1 "weft: x86: ELF for x86-64, weft runs AArch64 programs" \
+  "$WEFT" trace -o x.wtr -- x86
+printf 'int main(void) { return 0; }\n' >dyn.c
+if aarch64-linux-gnu-gcc -o dyn dyn.c 2>/dev/null; then
+  expect "program: dynamic, no sysroot" 1 "weft: dyn: dynamically linked (needs /lib/ld-linux-aarch64.so.1): pass --sysroot DIR holding an AArch64 root filesystem" \
+    "$WEFT" trace -o x.wtr -- dyn
+  expect "program: dynamic, no loader in the sysroot" 1 \
+    "weft: dyn: its loader /lib/ld-linux-aarch64.so.1 is not in the sysroot emptyroot" \
+    "$WEFT" trace --sysroot emptyroot -o x.wtr -- dyn
+else
+  fail "program: dynamic: the cross compiler aarch64-linux-gnu-gcc is missing"
+fi
+expect "program: a directory" 1 "weft: adir: is a directory, not a program" "$WEFT" trace -o x.wtr -- adir
+expect "replay program: missing" 1 "weft: nosuch: No such file or directory" "$WEFT" replay -- nosuch
+check "program errors: no trace written" test ! -e x.wtr
+# weft replay makes its output folder before it checks the program
+# (cli/cmd_replay.c, reported): KNOWN until fixed, ok after.
+known "replay program: missing: no output folder" test ! -e weft-replay
+rm -rf weft-replay
+
+# ---- weft trace: options and output path ----------------------------------
+expect "trace --cpi 0" 2 "weft: --cpi: expected a number from 1 to 1000000, got '0'" \
+  "$WEFT" trace --cpi 0 -o x.wtr -- ./lu
+expect "trace --timeout -1" 2 "weft: --timeout: expected a number from 1 to 604800, got '-1'" \
+  "$WEFT" trace --timeout -1 -o x.wtr -- ./lu
+expect "trace --timeout 0" 2 "weft: --timeout: expected a number from 1 to 604800, got '0'" \
+  "$WEFT" trace --timeout 0 -o x.wtr -- ./lu
+expect "trace --max-threads 0" 2 "weft: --max-threads: expected a number from 1 to 65536, got '0'" \
+  "$WEFT" trace --max-threads 0 -o x.wtr -- ./lu
+expect "trace -o in a missing folder" 1 "weft: nodir/x.wtr: cannot write there: No such file or directory" \
+  "$WEFT" trace -o nodir/x.wtr -- ./lu
+check "trace -o in a missing folder: the guest did not run" test ! -s "$work/out"
+if [ -n "$ro" ]; then
+  expect "trace -o on a read-only fs" 1 "weft: ro/x.wtr: cannot write there: Read-only file system" \
+    "$WEFT" trace -o ro/x.wtr -- ./lu
+  check "trace -o on a read-only fs: the guest did not run" test ! -s "$work/out"
+fi
+expect "trace -o a folder" 1 "weft: adir: is a directory" "$WEFT" trace -o adir -- ./lu
+if [ -n "$full" ]; then
+  expect "trace to a full disk" 1 "weft: full/x.wtr.spool: write failed: No space left on device" \
+    "$WEFT" trace -o full/x.wtr -- ./lu
+  check "trace to a full disk: the guest ran to its end" grep -q '^counter = ' "$work/out"
+  check "trace to a full disk: no trace, no temporary file, the spool is kept" \
+    test "$(ls full)" = x.wtr.spool
+  rm -f full/*
+fi
+
+# ---- traces: weft info (and export, optimize) --------------------------------------
+expect "info: missing" 1 "weft: nosuch.wtr: cannot open: No such file or directory" "$WEFT" info nosuch.wtr
+expect "info: a folder" 1 "weft: adir: is a directory, not a trace" "$WEFT" info adir
+: >empty.wtr
+expect "info: empty" 1 "weft: empty.wtr: empty file, not a trace" "$WEFT" info empty.wtr
+expect "info: not a trace" 1 "weft: text.wtr: not a weft trace (bad magic)" "$WEFT" info text.wtr
+head -c 10 lu.wtr >short.wtr
+expect "info: shorter than a header" 1 "weft: short.wtr: truncated header (file is 10 bytes)" \
+  "$WEFT" info short.wtr
+head -c 1000 lu.wtr >cut.wtr
+expect "info: truncated" 1 "weft: cut.wtr: truncated (no trailer at the end of its 1000 bytes)" \
+  "$WEFT" info cut.wtr
+# poke FILE OFFSET [BYTE]: a copy of lu.wtr with one byte overwritten (0xff)
+poke() { cp lu.wtr "$1"; printf "${3:-\\xff}" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
+poke v2.wtr 8 '\x02'
+expect "info: newer format version" 1 \
+  "weft: v2.wtr: trace format version 2 is newer than this weft supports (1)" "$WEFT" info v2.wtr
+poke hdr.wtr 20
+expect "info: corrupt header" 1 "weft: hdr.wtr: corrupt header (checksum mismatch)" "$WEFT" info hdr.wtr
+# The first block starts right after the 136-byte header (binary path "./lu").
+poke blk.wtr 200
+expect "info: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 136 (checksum mismatch)" \
+  "$WEFT" info blk.wtr
+poke foot.wtr $(($(stat -c %s lu.wtr) - 30))
+expect "info: corrupt footer" 1 "weft: foot.wtr: corrupt footer (checksum mismatch)" "$WEFT" info foot.wtr
+cp "$WEFT_SRC/tests/unit/data/fuzz_trace/footer_thread_events_mismatch.wtr" footer.wtr
+expect "info: footer counts disagree" 1 \
+  "weft: footer.wtr: corrupt footer (thread 0 has 104 events in the blocks, the footer says 31)" \
+  "$WEFT" info footer.wtr
+cp "$WEFT_SRC/fuzz/corpus/spool/kinds.spool" run.wtr
+expect "info: a spool" 1 \
+  "weft: run.wtr: is the spool of an unfinished run, not a trace (salvage it first)" "$WEFT" info run.wtr
+cp lu.wtr ro.wtr
+chmod 000 ro.wtr
+if [ "$(id -u)" = 0 ]; then
+  # root reads anything: read as nobody (who may enter $work: it is 0700 root's).
+  chmod 755 "$work"
+  if setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+    # ... and nobody can read a readable trace there: the mode of ro.wtr is
+    # what the next line is refused for.
+    run_status st setpriv --reuid=65534 --regid=65534 --clear-groups "$WEFT" info lu.wtr >/dev/null 2>&1
+    check "info: nobody reads a readable trace (status $st)" test "$st" = 0
+    expect "info: unreadable" 1 "weft: ro.wtr: cannot open: Permission denied" \
+      setpriv --reuid=65534 --regid=65534 --clear-groups "$WEFT" info ro.wtr
+  else
+    fail "info: unreadable: setpriv is missing"
+  fi
+else
+  expect "info: unreadable" 1 "weft: ro.wtr: cannot open: Permission denied" "$WEFT" info ro.wtr
+fi
+expect "info: output to a full disk" 1 "weft: lu.wtr: cannot write the summary: No space left on device" \
+  bash -c "exec \"\$0\" info lu.wtr >/dev/full" "$WEFT"
+# export and optimize read traces with the same reader and say the same.
+expect "export: missing trace" 1 "weft: nosuch.wtr: cannot open: No such file or directory" \
+  "$WEFT" export -o x.json nosuch.wtr
+expect "export: truncated trace" 1 "weft: cut.wtr: truncated (no trailer at the end of its 1000 bytes)" \
+  "$WEFT" export -o x.json cut.wtr
+expect "optimize: newer format version" 1 \
+  "weft: v2.wtr: trace format version 2 is newer than this weft supports (1)" "$WEFT" optimize v2.wtr
+expect "optimize: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 136 (checksum mismatch)" \
+  "$WEFT" optimize blk.wtr -o p.json
+check "export/optimize of bad traces: no output" test ! -e x.json -a ! -e p.json
+
+# ---- weft export: options and output ---------------------------------------------
+expect "export --format bogus" 2 "weft: --format: expected chrome, vcd or csv, got 'bogus'" \
+  "$WEFT" export --format bogus lu.wtr
+expect "export -o in a missing folder" 1 "weft: nodir/x.json: cannot create: No such file or directory" \
+  "$WEFT" export -o nodir/x.json lu.wtr
+if [ -n "$ro" ]; then
+  expect "export -o on a read-only fs" 1 "weft: ro/x.json: cannot create: Read-only file system" \
+    "$WEFT" export -o ro/x.json lu.wtr
+fi
+if [ -n "$full" ]; then
+  expect "export to a full disk" 1 "weft: full/x.csv: write failed: No space left on device" \
+    "$WEFT" export --format csv -o full/x.csv lu.wtr
+  check "export to a full disk: no file left" test -z "$(ls full)"
+fi
+
+# ---- weft optimize: options and output -------------------------------------------
+expect "optimize --runs -1" 2 "weft: --runs: expected a number from 1 to 1000000, got '-1'" \
+  "$WEFT" optimize lu.wtr --algo sa --runs -1
+expect "optimize --budget 0" 2 "weft: --budget: expected a number from 1 to 1099511627776, got '0'" \
+  "$WEFT" optimize lu.wtr --algo sa --budget 0
+expect "optimize -o in a missing folder" 1 "weft: nodir/p.json: cannot write there: No such file or directory" \
+  "$WEFT" optimize lu.wtr -o nodir/p.json
+check "optimize -o in a missing folder: refused before the search" test ! -s "$work/out"
+if [ -n "$ro" ]; then
+  expect "optimize -o on a read-only fs" 1 "weft: ro/p.json: cannot write there: Read-only file system" \
+    "$WEFT" optimize lu.wtr -o ro/p.json
+fi
+expect "optimize --stats-json in a missing folder" 1 \
+  "weft: nodir/s.json: cannot write there: No such file or directory" \
+  "$WEFT" optimize lu.wtr --algo sa --stats-json nodir/s.json
+if [ -n "$full" ]; then
+  dd if=/dev/zero of=full/fill bs=4k status=none 2>/dev/null || true # fill it
+  expect "optimize: plan to a full disk" 1 "weft: full/p.json: cannot write: No space left on device" \
+    "$WEFT" optimize lu.wtr -o full/p.json
+  check "optimize: plan to a full disk: no file left" test "$(ls full)" = fill
+  rm -f full/fill
+fi
+
+# ---- plans, through weft inject ----------------------------------------------------
+expect "plan: missing" 1 "weft: nosuch.json: cannot open: No such file or directory" "$WEFT" inject nosuch.json
+sed 's/"weft-plan"/"weft-trace"/' lu.json >schema.json
+expect "plan: wrong format" 1 'weft: schema.json: format: must be "weft-plan"' "$WEFT" inject schema.json
+sed 's/"delay_ns":/"delay":/' lu.json >key.json
+expect "plan: unknown key" 1 'weft: key.json: injections[0].delay: unknown key' "$WEFT" inject key.json
+sed 's/"delay_ns": \([0-9]*\)/"delay_ns": "\1"/' lu.json >types.json
+expect "plan: wrong type" 1 'weft: types.json: injections[0].delay_ns: must be a non-negative integer' \
+  "$WEFT" inject types.json
+sed 's/"delay_ns": [0-9]*/"delay_ns": -5/' lu.json >neg.json
+expect "plan: negative delay" 1 'weft: neg.json: injections[0].delay_ns: must be a non-negative integer' \
+  "$WEFT" inject neg.json
+sed 's/"version": 1/"version": 2/' lu.json >v2.json
+expect "plan: newer version" 1 'weft: v2.json: version: unsupported version 2 (this weft reads 1)' \
+  "$WEFT" inject v2.json
+printf '{"format": "weft-plan", "version": 1,\n' >trunc.json
+expect "plan: not JSON" 1 "weft: trunc.json: line 2 column 0: string or '}' expected near end of file" \
+  "$WEFT" inject trunc.json
+sed 's/"delay_ns": [0-9]*/"delay_ns": 1500/; s/"delay_insns": [0-9]*/"delay_insns": 7/' lu.json >insns.json
+expect "plan: inconsistent delay_insns" 1 \
+  'weft: insns.json: injections[0].delay_insns: is 7 but delay_ns*1000/(cpi*ps_per_cycle) = 1500' \
+  "$WEFT" inject insns.json
+id1="$(sed -n 's/.*"build_id": "\([0-9a-f]*\)".*/\1/p' lu.json)"
+id2="$(readelf -n avn | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p')"
+check "setup: two different build-ids ($id1, $id2)" test -n "$id1" -a -n "$id2" -a "$id1" != "$id2"
+expect_as 'weft: lu.json: program.build_id: plan is for build-id "ID1" but avn has "ID2"' \
+  "plan: build-id mismatch" 1 "weft: lu.json: program.build_id: plan is for build-id \"$id1\" but avn has \"$id2\"" \
+  "$WEFT" inject lu.json -- avn
+check "plan: build-id mismatch: nothing ran" test ! -s "$work/out"
+# An unknown thread or event is found by the uninjected run (inject reads
+# the plan without the trace), and refused before any injected run.
+sed '0,/"thread": [0-9]*/s//"thread": 9/' lu.json >thread.json
+expect "plan: unknown thread" 1 \
+  'weft: thread.json: injections[0].thread: thread 9 does not exist (the uninjected run has 3)' \
+  "$WEFT" inject thread.json
+check "plan: unknown thread: no injected run" bash -c "! grep -q '^weft: injected run' '$work/out'"
+n="$("$WEFT" info lu.wtr | awk '$1 == "T1" { print $7 }')"
+sed '0,/"seq": [0-9]*/s//"seq": 999999/' lu.json >seq.json
+expect_as 'weft: seq.json: injections[0].seq: event 999999 is out of range (thread 1 has N events in the uninjected run)' \
+  "plan: event out of range" 1 \
+  "weft: seq.json: injections[0].seq: event 999999 is out of range (thread 1 has $n events in the uninjected run)" \
+  "$WEFT" inject seq.json
+check "plan: event out of range: no injected run" bash -c "! grep -q '^weft: injected run' '$work/out'"
+expect "inject --refine -1" 2 "weft: --refine: expected a number from 0 to 100, got '-1'" \
+  "$WEFT" inject lu.json --refine -1
+if [ -n "$ro" ]; then
+  expect "inject --report-json on a read-only fs" 1 \
+    "weft: ro/r.json: cannot write there: Read-only file system" "$WEFT" inject lu.json --report-json ro/r.json
+  check "inject --report-json on a read-only fs: nothing ran" test ! -s "$work/out"
+fi
+check "inject: no temporary folder left" test -z "$(ls "$TMPDIR")"
+
+# ---- weft replay: numeric options -------------------------------------------------
+expect "replay --runs -1" 2 "weft: --runs: expected a number from 1 to 1099511627776, got '-1'" \
+  "$WEFT" replay --runs -1 -- ./lu
+expect "replay --runs 0" 2 "weft: --runs: expected a number from 1 to 1099511627776, got '0'" \
+  "$WEFT" replay --runs 0 -- ./lu
+expect "replay --depth 0" 2 "weft: --depth: expected a number from 1 to 4096, got '0'" \
+  "$WEFT" replay --depth 0 -- ./lu
+expect "replay --jobs 0" 2 "weft: --jobs: expected a number from 1 to 1024, got '0'" \
+  "$WEFT" replay --jobs 0 -- ./lu
+expect "replay radius > k" 2 "weft: --radius 20: larger than the step budget k = 10" \
+  "$WEFT" replay --sched rpro --steps 10 --radius 20 -- ./lu
+expect "replay --radius without rpro" 2 "weft: --radius: only for --sched rpro" \
+  "$WEFT" replay --sched pct --radius 2 -- ./lu
+check "replay usage errors: no output folder left" test ! -e weft-replay
+
+# ---- the doc lists nothing this test did not check ---------------------------------
+# Every `weft: ...` line in the message column of a table row.
+awk -F' [|] ' '/^\| / && !/^\|---/ { print $2 }' "$doc" | grep -o '`weft: [^`]*`' | tr -d '`' |
+  sort -u >"$work/documented"
+sort -u "$work/checked" >"$work/checked.sorted"
+unchecked="$(comm -23 "$work/documented" "$work/checked.sorted")"
+if [ -z "$unchecked" ]; then
+  ok "every line in docs/errors.md's tables is checked ($(wc -l <"$work/documented") lines)"
+elif [ -z "$ro$full" ]; then
+  echo "skip: without tmpfs mounts, not every documented line was checked:"
+  echo "$unchecked"
+else
+  fail "lines in docs/errors.md that this test does not check:"$'\n'"$unchecked"
+fi
+check "the doc's tables have lines at all" test "$(wc -l <"$work/documented")" -gt 50
+
+cd /
+finish
