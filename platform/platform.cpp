@@ -210,8 +210,12 @@ int weft_platform_thread_create(weft_platform *p, int parent, uint64_t tid, uint
     p->progress++;
     if (p->policy) {
         pct_thread_created(p->policy, id, parent < 0 ? PCT_NO_PARENT : pct_tid(parent));
-        if (parent < 0)
+        if (parent < 0 && p->host_parallel)
+            s.token.store(1);
+        else if (parent < 0)
             p->holder.store(int(id)); // the initial thread starts with the token
+        else if (p->host_parallel)
+            p->reschedule_parallel_locked(); // a new high-set thread runs at once
     }
     return int(id);
 }

@@ -38,6 +38,7 @@ struct Slot {
     std::atomic<uint64_t> last_probe_ns{0};
     // Replay: the arbiter lets this PE run, resuming at `grant_at` cycles.
     std::atomic<uint32_t> granted{0};
+    std::atomic<int> token{0}; // host-parallel replay: may run now (holder otherwise)
     uint64_t grant_at = 0;
     std::atomic<int> in_syscall{0}; // between a syscall gate and its return
     std::atomic<int> waiting{0};    // sleeping in one of our gates, not in qemu
@@ -70,6 +71,7 @@ struct weft_platform {
     // Replay (a policy from pct/ decides who runs; see replay.cpp).
     pct_policy *policy = nullptr;
     bool parallel_set = false;   // ppct: run the allowed set in virtual-time order
+    bool host_parallel = false;  // ppct: run the allowed set at once, token per slot
     std::atomic<int> holder{-1}; // PE allowed to run; -1 while deciding
     uint64_t last_step_cycles = 0;
     uint64_t handoffs = 0;
@@ -90,6 +92,12 @@ struct weft_platform {
     }
     void policy_state_changed_locked(int pe, int new_state);
     void reschedule_locked();
+    void reschedule_parallel_locked();
+    bool has_token(int pe) const
+    {
+        return host_parallel ? slots[pe].token.load() != 0 : holder.load() == pe;
+    }
+    int stuck_token_holder(int pe);
     weft_gate_result wait_for_grant(int pe, uint64_t *resume);
     bool holder_stuck_in_qemu(int h);
     uint64_t take_turn(int pe, uint64_t cycles);

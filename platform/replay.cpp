@@ -54,6 +54,12 @@ void weft_platform::policy_state_changed_locked(int pe, int st)
     default: // FUTEX_ENTERING, EXITING: limbo, the thread keeps the token
         break;
     }
+    if (host_parallel) {
+        if (st == BLOCKED || st == RELEASED || st == EXITED)
+            slots[pe].token.store(0);
+        reschedule_parallel_locked();
+        return;
+    }
     if ((st == BLOCKED || st == RELEASED || st == EXITED) && holder.load() == pe)
         holder.store(-1);
     if (holder.load() < 0)
@@ -68,8 +74,39 @@ void weft_platform::grant_locked(int pe, uint64_t at)
     futex_wake_word(&s.granted);
 }
 
+// Host-parallel PPCT: every allowed thread holds a token and runs; one that
+// is no longer allowed stops at its next schedule point. A thread in limbo
+// keeps its token until it has settled, as the single holder does.
+void weft_platform::reschedule_parallel_locked()
+{
+    pct_tid allowed[64];
+    size_t n = pct_policy_next(policy, allowed, 64);
+    uint32_t cnt = count.load();
+    std::vector<char> allow(cnt, 0);
+    for (size_t i = 0; i < n; i++)
+        if (allowed[i] < cnt)
+            allow[allowed[i]] = 1;
+    for (uint32_t q = 0; q < cnt; q++) {
+        Slot &s = slots[q];
+        int st = s.state.load();
+        if (s.token.load() && !allow[q] && st != FUTEX_ENTERING && st != EXITING) {
+            s.token.store(0);
+        } else if (!s.token.load() && allow[q]) {
+            pct_thread_info info;
+            bool low = pct_policy_thread_info(policy, q, &info) == 0 && info.in_low_set;
+            handoffs++;
+            s.token.store(1);
+            grant_locked(int(q), low ? std::max(s.bound.load(), last_step_cycles) : s.bound.load());
+        }
+    }
+}
+
 void weft_platform::reschedule_locked()
 {
+    if (host_parallel) {
+        reschedule_parallel_locked();
+        return;
+    }
     int h = holder.load();
     if (h >= 0) {
         int st = slots[h].state.load();
@@ -145,6 +182,24 @@ struct WaitingMark {
 };
 } // namespace
 
+// Host-parallel: the token holder a waiting PE should look at — one in limbo
+// (to settle it) or, failing that, the others in turn; -1 if none.
+int weft_platform::stuck_token_holder(int pe)
+{
+    static std::atomic<unsigned> turn{0};
+    uint32_t cnt = count.load();
+    std::vector<int> held;
+    for (uint32_t q = 0; q < cnt; q++) {
+        if (int(q) == pe || !slots[q].token.load())
+            continue;
+        int st = slots[q].state.load();
+        if (st == FUTEX_ENTERING || st == EXITING)
+            return int(q);
+        held.push_back(int(q));
+    }
+    return held.empty() ? -1 : held[turn++ % held.size()];
+}
+
 weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
 {
     WaitingMark mark(slots[pe].waiting);
@@ -159,7 +214,7 @@ weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
         }
         if (exiting.load())
             return WEFT_GATE_EXITING;
-        int h = holder.load();
+        int h = host_parallel ? stuck_token_holder(pe) : holder.load();
         if (h >= 0) {
             int st = slots[h].state.load();
             if (st == FUTEX_ENTERING || st == EXITING)
@@ -193,14 +248,15 @@ weft_gate_result weft_platform::policy_gate(int pe, uint64_t cycles, uint64_t *r
     {
         std::lock_guard<std::mutex> g(mu);
         slots[pe].bound.store(cycles);
-        if (holder.load() == pe) {
+        progress++; // a step is progress: waiters must not take it for a stall
+        if (has_token(pe)) {
             pct_step(policy, pe);
             last_step_cycles = std::max(last_step_cycles, cycles);
             reschedule_locked();
-        } else if (holder.load() < 0) {
+        } else if (holder.load() < 0 || host_parallel) {
             reschedule_locked();
         }
-        if (holder.load() == pe && !slots[pe].granted.load()) {
+        if (has_token(pe) && !slots[pe].granted.load()) {
             *resume = cycles;
             return WEFT_GATE_OK;
         }
@@ -216,7 +272,7 @@ uint64_t weft_platform::take_turn(int pe, uint64_t cycles)
 {
     if (!policy || exiting.load())
         return cycles;
-    if (holder.load() == pe && !slots[pe].granted.load())
+    if (has_token(pe) && !slots[pe].granted.load())
         return cycles; // running with the token already
     uint64_t at = cycles;
     if (wait_for_grant(pe, &at) != WEFT_GATE_OK)
@@ -233,13 +289,14 @@ void weft_platform::release_all_waiters()
 
 extern "C" {
 
-int weft_platform_set_policy(weft_platform *p, pct_policy *policy, int parallel_set)
+int weft_platform_set_policy(weft_platform *p, pct_policy *policy, weft_set_mode mode)
 {
     std::lock_guard<std::mutex> g(p->mu);
     if (p->count.load() != 0)
         return -1; // threads would have been created without the policy knowing
     p->policy = policy;
-    p->parallel_set = parallel_set != 0;
+    p->parallel_set = mode == WEFT_SET_IN_ORDER;
+    p->host_parallel = mode == WEFT_SET_PARALLEL;
     return 0;
 }
 

@@ -122,8 +122,10 @@ int sched_setup(char *err, size_t errlen)
     snprintf(g_plugin.cfg.settings.policy, sizeof g_plugin.cfg.settings.policy, "%s",
              pct_kind_name(s->cfg.kind));
     g_plugin.cfg.settings.seed = s->cfg.seed;
-    int parallel = s->cfg.kind == PCT_KIND_PPCT && !s->ppct_host_parallel;
-    if (weft_platform_set_policy(g_plugin.platform, s->policy, parallel) != 0) {
+    weft_set_mode mode = s->cfg.kind != PCT_KIND_PPCT ? WEFT_SET_SINGLE
+                         : s->ppct_host_parallel      ? WEFT_SET_PARALLEL
+                                                      : WEFT_SET_IN_ORDER;
+    if (weft_platform_set_policy(g_plugin.platform, s->policy, mode) != 0) {
         snprintf(err, errlen, "platform: policy set after threads started");
         return -1;
     }

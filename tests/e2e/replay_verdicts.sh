@@ -45,4 +45,18 @@ check "exit: says which status" grep -q "exit status 0, expected 1" "$work/exit.
 one bug 10 bug --sched pct --points none -- "$WEFT_FIXTURES/order_violation"
 check "bug: the oracle's line is the detail" \
   test "$(jq -r .detail "$work/bug/runs.jsonl")" = "BUG: order violation: ov_config read before main initialised it"
+
+# PPCT with the high set running at once on the host: a bug-free 8-thread
+# program always passes (no lost wake-up, no hang), a racy one still fails
+# sometimes, and the reproduce command keeps the mode.
+run_status st "$WEFT" replay --sched ppct --depth 2 --host-parallel --runs 20 --jobs 2 --timeout 60 \
+  --out "$work/hp8" -- "$WEFT_FIXTURES/parallel8" 100 >"$work/hp8.log" 2>&1
+check "host-parallel parallel8: 20 runs pass (status $st)" \
+  test "$st:$(jq -c '[.runs, .verdicts.pass]' "$work/hp8/summary.json")" = "0:[20,20]"
+check "host-parallel: recorded in campaign.json" test "$(jq .host_parallel "$work/hp8/campaign.json")" = true
+run_status st "$WEFT" replay --sched ppct --depth 2 --host-parallel --runs 100 --jobs 2 --timeout 60 \
+  --out "$work/hplu" -- "$WEFT_FIXTURES/lost_update" >"$work/hplu.log" 2>&1
+check "host-parallel lost_update: some of 100 runs lose an update (status $st)" \
+  test "$st:$(jq -r '[.verdicts | to_entries[] | select(.value > 0) | .key] | sort | join(",")' "$work/hplu/summary.json")" = "10:bug,pass"
+check "host-parallel: the reproduce command keeps --host-parallel" grep -q "reproduce: .*--host-parallel" "$work/hplu.log"
 finish

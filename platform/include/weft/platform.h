@@ -106,10 +106,15 @@ uint64_t weft_platform_syscall_return(weft_platform *p, int pe, uint64_t cycles)
 /* ---- replay ---------------------------------------------------------------- */
 
 struct pct_policy;
+/* How the threads a policy allows at once (PPCT's high set) run. */
+typedef enum weft_set_mode {
+    WEFT_SET_SINGLE = 0,   /* the policy allows one thread (pct, rpro, random) */
+    WEFT_SET_IN_ORDER = 1, /* one at a time, in virtual-time order: reproducible */
+    WEFT_SET_PARALLEL = 2, /* all at once on the host: faster, not reproducible */
+} weft_set_mode;
 /* Let a policy from pct/ decide who runs (before any thread exists).
- * parallel_set: PPCT's allowed set runs one at a time in virtual-time order.
  * Returns 0, or -1 if threads exist already. */
-int weft_platform_set_policy(weft_platform *p, struct pct_policy *policy, int parallel_set);
+int weft_platform_set_policy(weft_platform *p, struct pct_policy *policy, weft_set_mode mode);
 uint64_t weft_platform_handoffs(weft_platform *p);
 /* Start of a block: a replayed PE that does not hold the token waits here
  * (it may have been let out of a gate so qemu could run an exclusive
