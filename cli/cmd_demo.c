@@ -1,97 +1,544 @@
-/* weft demo: the pipeline end to end on a bundled program (or the user's).
- * It runs the stages that exist: trace on the ideal platform, the info
- * summary, and a timeline export; later stages join as they land. */
+/* weft demo: the whole job on a bundled program (or the user's): trace on
+ * the ideal platform, the info summary, the exact solver and the searches
+ * for delays that align writes, the injected replay of the plans, PCT,
+ * PPCT and RPro campaigns, a short summary of what was found with the
+ * command reproducing each finding, and the HTML report.
+ *
+ * Every step is the weft binary run as a child with the arguments printed
+ * above its output (demo_run.c), so each printed command reproduces its
+ * step, and everything random derives from the one printed seed. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "weft/trace.h"
+#include "demo.h"
+#include "report.h"
 
 #ifndef WEFT_BUILD_FIXTURES
 #define WEFT_BUILD_FIXTURES ""
 #endif
 
 #define DEMO_DEFAULT_FIXTURE "lost_update"
+#define DEMO_HUNG_RUNS 4  /* replay runs per policy when the traced run never ended */
+#define DEMO_MAX_PAIRS 16 /* pairs in the exact plan */
+
+typedef struct demo_opts {
+    const char *dir, *sysroot;
+    uint64_t seed, runs, depth, search_runs, budget, dmax, jobs, timeout;
+    int runs_given;
+    char campaign_why[3][256]; /* why a policy has no campaign */
+    char **gargv;
+    int gargc;
+} demo_opts;
+
+static const char *const policies[] = {"pct", "ppct", "rpro"};
 
 static const char *fixture_path(const char *name)
 {
     static char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "../fixtures/%s", name);
     const char *found = cli_installed_path(path);
-    if (found)
-        return found;
-    snprintf(path, sizeof path, "%s/%s", WEFT_BUILD_FIXTURES, name);
-    return path;
+    if (!found) {
+        snprintf(path, sizeof path, "%s/%s", WEFT_BUILD_FIXTURES, name);
+        found = path;
+    }
+    /* printed in every command: without the "cli/.." of the lookup */
+    static char real[PATH_MAX];
+    return realpath(found, real) ? real : found;
+}
+
+static void demo_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: weft demo [options] [-- PROGRAM [ARGS...]]\n\n"
+            "Runs the whole pipeline on PROGRAM (default: the bundled %s fixture)\n"
+            "and writes every output, a summary and report.html into DIR:\n"
+            "  1. weft trace (exact mode)      5. weft inject of each plan: the collision\n"
+            "  2. weft info                       and the program's verdict with and without\n"
+            "  3. weft export (Perfetto JSON)  6. weft replay campaigns: PCT, PPCT, RPro\n"
+            "  4. weft optimize: exact solver, 7. weft report\n"
+            "     SA, SHC, RND (+ convergence)\n"
+            "A step with nothing to do says so; a guest that crashes, deadlocks or hangs\n"
+            "is a finding, not a failure of the demo.\n\n"
+            "  -o, --output DIR      outputs (default weft-demo)\n"
+            "  -s, --seed S          seed of every search and of the campaigns' first run\n"
+            "                        (default 1)\n"
+            "  -n, --runs N          replay runs per policy (default 100)\n"
+            "  -d, --depth D         bug depth the policies target (default 2)\n"
+            "      --search-runs R   search runs per algorithm for the box plots (default 20)\n"
+            "      --budget B        fitness evaluations per search run (default 10^6)\n"
+            "      --dmax N          largest delay the searches try, ns (default 10^7)\n"
+            "  -j, --jobs J          replay runs at once (default: online CPUs)\n"
+            "  -t, --timeout SEC     kill a guest run after SEC s (default 30)\n"
+            "      --sysroot DIR     AArch64 root filesystem for a dynamic PROGRAM\n"
+            "  -h, --help            this help\n\n"
+            "Exit status: 0 when the pipeline ran (whatever it found), 1 if it could not\n"
+            "(no trace, bad program), 2 on a bad command line, 130 if interrupted.\n",
+            DEMO_DEFAULT_FIXTURE);
+}
+
+static void header(int n, const char *what)
+{
+    printf("\n== %d. %s\n", n, what);
+    fflush(stdout);
+}
+
+static void add_guest(demo_cmd *c, const demo_opts *o)
+{
+    if (o->sysroot) {
+        demo_cmd_add(c, "--sysroot");
+        demo_cmd_add(c, o->sysroot);
+    }
+    demo_cmd_add(c, "--");
+    for (int i = 0; i < o->gargc; i++)
+        demo_cmd_add(c, o->gargv[i]);
+}
+
+/* Outputs of an earlier demo in DIR that this one might not rewrite. */
+static void remove_stale(const char *dir)
+{
+    static const char *const files[] = {"plan-exact.json",   "plan-sa.json",   "search-rnd.json",
+                                        "search-shc.json",   "search-sa.json", "convergence.json",
+                                        "inject-exact.json", "inject-sa.json", "report.html",
+                                        "demo.json"};
+    char path[PATH_MAX + 64];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+}
+
+static int exists(const char *dir, const char *name)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, R_OK) == 0;
+}
+
+static json_t *load(const char *dir, const char *name)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return json_load_file(path, 0, NULL);
+}
+
+static int parse_opts(int argc, char **argv, demo_opts *o)
+{
+    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"runs", required_argument, 0, 'n'},
+                                         {"depth", required_argument, 0, 'd'},
+                                         {"search-runs", required_argument, 0, 'R'},
+                                         {"budget", required_argument, 0, 'B'},
+                                         {"dmax", required_argument, 0, 'D'},
+                                         {"jobs", required_argument, 0, 'j'},
+                                         {"timeout", required_argument, 0, 't'},
+                                         {"sysroot", required_argument, 0, 'S'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    *o = (demo_opts){.dir = "weft-demo",
+                     .seed = 1,
+                     .runs = 100,
+                     .depth = 2,
+                     .search_runs = 20,
+                     .budget = 1000000,
+                     .dmax = 10000000,
+                     .jobs = ncpu > 0 ? (uint64_t)ncpu : 1,
+                     .timeout = 30};
+    int c;
+    while ((c = getopt_long(argc, argv, "+o:s:n:d:j:t:h", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'o':
+            o->dir = optarg;
+            break;
+        case 's':
+            bad = cli_parse_u64("--seed", optarg, 0, UINT64_MAX / 4, &o->seed);
+            break;
+        case 'n':
+            bad = cli_parse_u64("--runs", optarg, 1, 1000000, &o->runs);
+            o->runs_given = 1;
+            break;
+        case 'd':
+            bad = cli_parse_u64("--depth", optarg, 1, 64, &o->depth);
+            break;
+        case 'R':
+            bad = cli_parse_u64("--search-runs", optarg, 0, 100000, &o->search_runs);
+            break;
+        case 'B':
+            bad = cli_parse_u64("--budget", optarg, 1, UINT64_C(1) << 40, &o->budget);
+            break;
+        case 'D':
+            bad = cli_parse_u64("--dmax", optarg, 1, UINT64_C(1) << 40, &o->dmax);
+            break;
+        case 'j':
+            bad = cli_parse_u64("--jobs", optarg, 1, 1024, &o->jobs);
+            break;
+        case 't':
+            bad = cli_parse_u64("--timeout", optarg, 1, 86400, &o->timeout);
+            break;
+        case 'S':
+            o->sysroot = optarg;
+            break;
+        case 'h':
+            demo_usage(stdout);
+            return 1;
+        default:
+            return -1;
+        }
+        if (bad)
+            return -1;
+    }
+    static char *default_argv[2];
+    default_argv[0] = (char *)fixture_path(DEMO_DEFAULT_FIXTURE);
+    o->gargv = optind < argc ? argv + optind : default_argv;
+    o->gargc = optind < argc ? argc - optind : 1;
+    if (strchr(o->dir, ',')) {
+        cli_error("%s: commas are not allowed in the paths weft hands to the tracer", o->dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* Steps 4-5: the optimizer and the injected replays. Fills *why when there
+ * is nothing to align. */
+static int optimize_and_inject(demo_ctx *ctx, const demo_opts *o, const char *trace, int *step)
+{
+    char log[PATH_MAX + 64], why[512] = "", path[PATH_MAX + 64];
+    demo_cmd c = {0};
+    header(++*step, "weft optimize --algo exact: every pair one delay aligns, a plan");
+    demo_cmd_add(&c, "weft"), demo_cmd_add(&c, "optimize"), demo_cmd_add(&c, trace);
+    demo_cmd_add(&c, "--algo"), demo_cmd_add(&c, "exact");
+    /* a prefix of the greedy selection is itself consistent; a few pairs keep
+       the injected run and its report readable on programs with thousands */
+    demo_cmd_add(&c, "--pairs"), demo_cmd_addf(&c, "%d", DEMO_MAX_PAIRS);
+    demo_cmd_add(&c, "-o");
+    demo_cmd_addf(&c, "%s/plan-exact.json", o->dir);
+    demo_step(ctx, "optimize-exact", &c, DEMO_PROGRESS_TIME, NULL, 0, log, sizeof log);
+    demo_cmd_free(&c);
+    demo_print_log(log, 14, NULL);
+    if (ctx->interrupted)
+        return -1;
+
+    header(++*step, "the optimizer's convergence: one RND, SHC and SA run (in-process)");
+    snprintf(path, sizeof path, "%s/convergence.json", o->dir);
+    int conv = demo_convergence(trace, o->seed, o->dmax, o->budget, path, why, sizeof why);
+    if (conv == 1) {
+        printf("   nothing to align: %s; skipping the searches and the injections\n", why);
+        return 0;
+    }
+    json_t *cj = conv == 0 ? json_load_file(path, 0, NULL) : NULL;
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(cj, "runs"), i, r)
+    {
+        printf("   %-4s seed %" PRIu64 ": ", json_string_value(json_object_get(r, "algorithm")),
+               o->seed);
+        if (json_is_true(json_object_get(r, "hit")))
+            printf("first alignment after %lld evaluations (%.3f s)\n",
+                   (long long)json_integer_value(json_object_get(r, "evals_to_hit")),
+                   json_number_value(json_object_get(r, "seconds")));
+        else
+            printf("no alignment within %lld evaluations (best fitness %.6g)\n",
+                   (long long)json_integer_value(json_object_get(r, "evaluations")),
+                   json_number_value(json_object_get(r, "best_fitness")));
+    }
+    json_decref(cj);
+
+    static const char *const algos[] = {"sa", "shc", "rnd"};
+    for (size_t a = 0; a < 3 && o->search_runs; a++) {
+        char what[128];
+        snprintf(what, sizeof what, "weft optimize --algo %s: %" PRIu64 " runs for the box plot%s",
+                 algos[a], o->search_runs, a == 0 ? ", and a plan from the first hit" : "");
+        header(++*step, what);
+        demo_cmd_add(&c, "weft"), demo_cmd_add(&c, "optimize"), demo_cmd_add(&c, trace);
+        demo_cmd_add(&c, "--algo"), demo_cmd_add(&c, algos[a]);
+        demo_cmd_add(&c, "--seed"), demo_cmd_addf(&c, "%" PRIu64, o->seed);
+        demo_cmd_add(&c, "--runs"), demo_cmd_addf(&c, "%" PRIu64, o->search_runs);
+        demo_cmd_add(&c, "--budget"), demo_cmd_addf(&c, "%" PRIu64, o->budget);
+        demo_cmd_add(&c, "--dmax"), demo_cmd_addf(&c, "%" PRIu64, o->dmax);
+        demo_cmd_add(&c, "--stats-json"), demo_cmd_addf(&c, "%s/search-%s.json", o->dir, algos[a]);
+        if (a == 0)
+            demo_cmd_add(&c, "-o"), demo_cmd_addf(&c, "%s/plan-sa.json", o->dir);
+        demo_cmd_add(&c, "-q");
+        char name[32];
+        snprintf(name, sizeof name, "optimize-%s", algos[a]);
+        demo_step(ctx, name, &c, DEMO_PROGRESS_TIME, NULL, 0, log, sizeof log);
+        demo_cmd_free(&c);
+        demo_print_log(log, 2, NULL); /* the settings and the statistics */
+        if (ctx->interrupted)
+            return -1;
+    }
+
+    static const char *const plans[] = {"exact", "sa"};
+    for (size_t p = 0; p < 2; p++) {
+        char plan[64], what[160];
+        snprintf(plan, sizeof plan, "plan-%s.json", plans[p]);
+        snprintf(what, sizeof what, "weft inject %s: replay with the delays, measure the collision",
+                 plan);
+        header(++*step, what);
+        if (!exists(o->dir, plan)) {
+            printf("   no %s plan (no alignment found): nothing to inject\n", plans[p]);
+            continue;
+        }
+        demo_cmd_add(&c, "weft"), demo_cmd_add(&c, "inject");
+        demo_cmd_addf(&c, "%s/%s", o->dir, plan);
+        demo_cmd_add(&c, "--timeout"), demo_cmd_addf(&c, "%" PRIu64, o->timeout);
+        demo_cmd_add(&c, "--report-json"), demo_cmd_addf(&c, "%s/inject-%s.json", o->dir, plans[p]);
+        demo_cmd_add(&c, "--keep"), demo_cmd_addf(&c, "%s/inject-%s", o->dir, plans[p]);
+        if (o->sysroot)
+            demo_cmd_add(&c, "--sysroot"), demo_cmd_add(&c, o->sysroot);
+        char name[32];
+        snprintf(name, sizeof name, "inject-%s", plans[p]);
+        demo_step(ctx, name, &c, DEMO_PROGRESS_TIME, NULL, 0, log, sizeof log);
+        demo_cmd_free(&c);
+        static const char *const skip[] = {"  refining", NULL};
+        demo_print_log(log, 16, skip);
+        if (ctx->interrupted)
+            return -1;
+    }
+    return 0;
+}
+
+/* Step 6: a campaign per policy. */
+static int campaigns(demo_ctx *ctx, demo_opts *o, uint64_t runs, int *step)
+{
+    char log[PATH_MAX + 64], what[160];
+    for (size_t p = 0; p < 3; p++) {
+        snprintf(what, sizeof what, "weft replay --sched %s: %" PRIu64 " runs, depth %" PRIu64,
+                 policies[p], runs, o->depth);
+        header(++*step, what);
+        demo_cmd c = {0};
+        demo_cmd_add(&c, "weft"), demo_cmd_add(&c, "replay");
+        demo_cmd_add(&c, "--sched"), demo_cmd_add(&c, policies[p]);
+        demo_cmd_add(&c, "--depth"), demo_cmd_addf(&c, "%" PRIu64, o->depth);
+        demo_cmd_add(&c, "--runs"), demo_cmd_addf(&c, "%" PRIu64, runs);
+        demo_cmd_add(&c, "--first-seed"), demo_cmd_addf(&c, "%" PRIu64, o->seed);
+        demo_cmd_add(&c, "--jobs"), demo_cmd_addf(&c, "%" PRIu64, o->jobs);
+        demo_cmd_add(&c, "--timeout"), demo_cmd_addf(&c, "%" PRIu64, o->timeout);
+        demo_cmd_add(&c, "--save-trace"), demo_cmd_add(&c, "-q");
+        demo_cmd_add(&c, "-o"), demo_cmd_addf(&c, "%s/replay-%s", o->dir, policies[p]);
+        add_guest(&c, o);
+        char runs_path[PATH_MAX + 64];
+        snprintf(runs_path, sizeof runs_path, "%s/replay-%s/runs.jsonl", o->dir, policies[p]);
+        unlink(runs_path); /* progress counts this campaign's lines only */
+        int st =
+            demo_step(ctx, policies[p], &c, DEMO_PROGRESS_RUNS, runs_path, runs, log, sizeof log);
+        demo_cmd_free(&c);
+        static const char *const skip[] = {"weft: seeds ", "weft: profiling", "  files", NULL};
+        demo_print_log(log, 12, skip);
+        if (ctx->interrupted)
+            return -1;
+        if (st != 0 && st != 10 &&
+            demo_log_find(log, "weft: ", o->campaign_why[p], sizeof o->campaign_why[p]))
+            snprintf(o->campaign_why[p], sizeof o->campaign_why[p], "see %.200s", log);
+    }
+    return 0;
+}
+
+/* The findings, each with the command that reproduces it. */
+static void summary(const demo_opts *o, const char *trace, const char *report)
+{
+    char err[512];
+    printf("\n== summary (seed %" PRIu64 ")\n", o->seed);
+    report_trace rt;
+    if (report_trace_load(trace, &rt, err, sizeof err) == 0) {
+        printf("program    %s: %u threads, %zu events, %zu shared addresses, %zu plainly "
+               "written by 2+ threads",
+               o->gargv[0], rt.sum->nthreads, rt.n, rt.shared_addrs, rt.ww_addrs);
+        for (size_t i = 0; i < rt.nvars && i < 3; i++)
+            printf("%s%s", i ? ", " : " (", rt.vars[i].name);
+        printf("%s\n", rt.nvars ? (rt.ww_addrs > 3 ? ", ...)" : ")") : "");
+        if (rt.nvars)
+            printf("pattern    %s: %s\n", rt.vars[0].name, rt.vars[0].pattern);
+        report_trace_free(&rt);
+    }
+    static const char *const plans[] = {"exact", "sa"};
+    for (size_t p = 0; p < 2; p++) {
+        char name[64];
+        snprintf(name, sizeof name, "plan-%s.json", plans[p]);
+        json_t *plan = load(o->dir, name);
+        json_t *inj0 = json_array_get(json_object_get(plan, "injections"), 0);
+        json_t *pr = json_object_get(inj0, "predicted");
+        if (!inj0 || !json_is_object(pr)) {
+            if (p == 0)
+                printf("collision  none: no two threads' writes can be aligned\n");
+            json_decref(plan);
+            continue;
+        }
+        const char *var = json_string_value(json_object_get(inj0, "variable"));
+        char varbuf[160];
+        json_int_t off = json_integer_value(json_object_get(inj0, "offset"));
+        if (var && off) {
+            snprintf(varbuf, sizeof varbuf, "%s+%lld", var, (long long)off);
+            var = varbuf;
+        }
+        printf("collision  %s: %lld ns before T%lld seq %lld makes it meet T%lld seq %lld on %s "
+               "at %lld ns\n",
+               plans[p], (long long)json_integer_value(json_object_get(inj0, "delay_ns")),
+               (long long)json_integer_value(json_object_get(pr, "thread_a")),
+               (long long)json_integer_value(json_object_get(pr, "seq_a")),
+               (long long)json_integer_value(json_object_get(pr, "thread_b")),
+               (long long)json_integer_value(json_object_get(pr, "seq_b")),
+               var ? var : json_string_value(json_object_get(pr, "address")),
+               (long long)json_integer_value(json_object_get(pr, "time")));
+        snprintf(name, sizeof name, "inject-%s.json", plans[p]);
+        json_t *in = load(o->dir, name);
+        if (in) {
+            json_t *runs = json_object_get(in, "runs");
+            json_t *v = json_object_get(json_array_get(runs, json_array_size(runs) - 1), "verdict");
+            json_t *u = json_object_get(in, "uninjected");
+            const char *bug = json_string_value(json_object_get(v, "bug"));
+            printf("           injected: %lld/%lld collided; program %s%s%s%s (uninjected: %s)\n",
+                   (long long)json_integer_value(json_object_get(in, "achieved")),
+                   (long long)json_integer_value(json_object_get(in, "planned")),
+                   json_is_true(json_object_get(v, "passes")) ? "passes" : "fails", bug ? " (" : "",
+                   bug ? bug : "", bug ? ")" : "",
+                   json_is_true(json_object_get(u, "passes")) ? "passes" : "fails");
+        }
+        printf("           reproduce: weft inject %s/plan-%s.json\n", o->dir, plans[p]);
+        json_decref(in);
+        json_decref(plan);
+    }
+    for (size_t p = 0; p < 3; p++) {
+        char dir[PATH_MAX + 32];
+        snprintf(dir, sizeof dir, "%s/replay-%s", o->dir, policies[p]);
+        report_campaign c;
+        if (report_campaign_load(dir, &c, err, sizeof err) || !c.have_sum) {
+            const char *why = o->campaign_why[p][0] ? o->campaign_why[p] : "see the logs";
+            printf("%-10s no campaign: %s\n", policies[p],
+                   strncmp(why, "weft: ", 6) ? why : why + 6);
+            if (c.campaign)
+                report_campaign_free(&c);
+            continue;
+        }
+        const replay_summary *s = &c.sum;
+        printf("%-4s d%-4" PRIu64 " %" PRIu64 "/%" PRIu64
+               " runs failed = %.3g%% (95%% CI %.3g%% .. "
+               "%.3g%%); guaranteed >= %.3g%% per run\n",
+               policies[p], s->depth, s->hits, s->runs, 100 * s->hit_rate, 100 * s->ci_lo,
+               100 * s->ci_hi, 100 * s->bound);
+        uint64_t seed;
+        char v[64], detail[512], cmd[8192];
+        if (report_campaign_first_failure(&c, &seed, v, sizeof v, detail, sizeof detail) == 0) {
+            report_campaign_repro(&c, seed, cmd, sizeof cmd);
+            printf("           first failing seed %" PRIu64 ": %s%s%s\n           reproduce: %s\n",
+                   seed, v, detail[0] ? ": " : "", detail, cmd);
+        }
+        report_campaign_free(&c);
+    }
+    if (report)
+        printf("report     %s (open it in a browser; it needs no network)\n", report);
 }
 
 int cmd_demo(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *dir = "weft-demo";
-    int c;
-    while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            dir = optarg;
-            break;
-        case 'h':
-            printf("usage: weft demo [-o DIR] [-- PROGRAM [ARGS...]]\n\n"
-                   "Runs the pipeline on PROGRAM (default: the bundled %s fixture):\n"
-                   "trace on the ideal platform, info summary, timeline export.\n"
-                   "Outputs go to DIR (default weft-demo).\n",
-                   DEMO_DEFAULT_FIXTURE);
-            return WEFT_EXIT_OK;
-        default:
-            return WEFT_EXIT_USAGE;
-        }
-    }
-    char *default_argv[] = {(char *)fixture_path(DEMO_DEFAULT_FIXTURE), NULL};
-    char **gargv = optind < argc ? argv + optind : default_argv;
-    int gargc = optind < argc ? argc - optind : 1;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        cli_error("%s: cannot create output folder: %s", dir, strerror(errno));
+    demo_opts o;
+    int pr = parse_opts(argc, argv, &o);
+    if (pr)
+        return pr > 0 ? WEFT_EXIT_OK : WEFT_EXIT_USAGE;
+    if (replay_mkdirs(o.dir))
+        return WEFT_EXIT_FAIL;
+    if (guest_check_binary(o.gargv[0], o.sysroot))
+        return WEFT_EXIT_FAIL;
+    demo_ctx ctx = {.dir = o.dir, .tty = isatty(2)};
+    ssize_t n = readlink("/proc/self/exe", ctx.self, sizeof ctx.self - 1);
+    if (n <= 0) {
+        cli_error("cannot find the weft binary (/proc/self/exe): %s", strerror(errno));
         return WEFT_EXIT_FAIL;
     }
-    if (guest_check_binary(gargv[0], NULL))
-        return WEFT_EXIT_FAIL;
-    char trace[PATH_MAX], timeline[PATH_MAX];
-    snprintf(trace, sizeof trace, "%s/run.wtr", dir);
-    snprintf(timeline, sizeof timeline, "%s/timeline.json", dir);
+    ctx.self[n] = 0;
+    remove_stale(o.dir);
+    json_t *prog = json_array();
+    for (int i = 0; i < o.gargc; i++)
+        json_array_append_new(prog, json_string(o.gargv[i]));
+    ctx.steps = json_array();
+    ctx.doc = json_pack("{s:s, s:i, s:o, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o}",
+                        "format", "weft-demo", "version", 1, "program", prog, "seed",
+                        (json_int_t)o.seed, "settings", "runs", (json_int_t)o.runs, "depth",
+                        (json_int_t)o.depth, "search_runs", (json_int_t)o.search_runs, "budget",
+                        (json_int_t)o.budget, "dmax", (json_int_t)o.dmax, "jobs",
+                        (json_int_t)o.jobs, "timeout", (json_int_t)o.timeout, "steps", ctx.steps);
+    /* doc owns steps; ctx.steps stays a borrowed pointer into it */
+    printf("weft demo: %s", o.gargv[0]);
+    for (int i = 1; i < o.gargc; i++)
+        printf(" %s", o.gargv[i]);
+    printf("\nseed %" PRIu64 " (--seed), outputs in %s/; 'weft' below is %s\n", o.seed, o.dir,
+           ctx.self);
 
-    printf("== 1. trace %s on the ideal platform (exact mode)\n", gargv[0]);
-    char args[PATH_MAX + 32];
-    snprintf(args, sizeof args, "mode=exact,out=%s", trace);
-    guest_run run = {
-        .binary = gargv[0], .argv = gargv, .argc = gargc, .plugin_args = args, .timeout_s = 600};
-    int st = trace_run_and_report(&run, trace, 0);
-    if (st == WEFT_EXIT_FAIL && access(trace, R_OK) != 0)
-        return WEFT_EXIT_FAIL;
+    char trace[PATH_MAX + 32], log[PATH_MAX + 64], path[PATH_MAX + 64];
+    snprintf(trace, sizeof trace, "%s/run.wtr", o.dir);
+    int step = 0, rc = WEFT_EXIT_OK;
+    demo_cmd c = {0};
+    header(++step, "weft trace: the program on the ideal platform, exact mode");
+    demo_cmd_add(&c, "weft"), demo_cmd_add(&c, "trace"), demo_cmd_add(&c, "--mode");
+    demo_cmd_add(&c, "exact"), demo_cmd_add(&c, "--timeout");
+    demo_cmd_addf(&c, "%" PRIu64, o.timeout);
+    demo_cmd_add(&c, "-o"), demo_cmd_add(&c, trace);
+    add_guest(&c, &o);
+    int tst = demo_step(&ctx, "trace", &c, DEMO_PROGRESS_TIME, NULL, 0, log, sizeof log);
+    demo_cmd_free(&c);
+    demo_print_log(log, 10, NULL);
+    char err[512];
+    weft_trace *t = ctx.interrupted ? NULL : weft_trace_open(trace, err, sizeof err);
+    if (!t) {
+        if (!ctx.interrupted)
+            cli_error("demo: no trace to work on (%s); see %s", err, log);
+        rc = ctx.interrupted ? 130 : WEFT_EXIT_FAIL;
+        goto out;
+    }
+    int hung = (weft_trace_get_summary(t)->flags & WEFT_TRACE_TIMED_OUT) || tst == 124;
+    weft_trace_close(t);
 
-    printf("\n== 2. weft info %s\n", trace);
+    header(++step, "weft info: threads, events, shared variables");
+    demo_cmd_add(&c, "weft"), demo_cmd_add(&c, "info"), demo_cmd_add(&c, trace);
+    demo_step(&ctx, "info", &c, DEMO_PROGRESS_TIME, NULL, 0, log, sizeof log);
+    demo_cmd_free(&c);
+    demo_print_log(log, 32, NULL);
+
+    header(++step, "weft export: the timeline for Perfetto / chrome://tracing");
+    demo_cmd_add(&c, "weft"), demo_cmd_add(&c, "export"), demo_cmd_add(&c, "--format");
+    demo_cmd_add(&c, "chrome"), demo_cmd_add(&c, "-o");
+    demo_cmd_addf(&c, "%s/timeline.json", o.dir);
+    demo_cmd_add(&c, trace);
+    demo_step(&ctx, "export", &c, DEMO_PROGRESS_TIME, NULL, 0, log, sizeof log);
+    demo_cmd_free(&c);
+    demo_print_log(log, 4, NULL);
+
+    if (ctx.interrupted || optimize_and_inject(&ctx, &o, trace, &step)) {
+        rc = 130;
+        goto out;
+    }
+    uint64_t runs = o.runs;
+    if (hung && !o.runs_given) {
+        runs = DEMO_HUNG_RUNS;
+        printf("\nnote: the traced run did not end within %" PRIu64 " s, so each replay may "
+               "too: %d runs per policy instead of %" PRIu64 " (--runs N to insist)\n",
+               o.timeout, DEMO_HUNG_RUNS, o.runs);
+    }
+    if (campaigns(&ctx, &o, runs, &step)) {
+        rc = 130;
+        goto out;
+    }
+    header(++step, "weft report: one HTML page");
+    snprintf(path, sizeof path, "%s/report.html", o.dir);
+    printf("   $ weft report %s\n   ", o.dir);
     fflush(stdout);
-    char *info_argv[] = {"info", trace, NULL};
-    if (cmd_info(2, info_argv) != WEFT_EXIT_OK)
-        return WEFT_EXIT_FAIL;
-
-    printf("\n== 3. weft export --format chrome -o %s %s\n", timeline, trace);
-    fflush(stdout);
-    char *exp_argv[] = {"export", "--format", "chrome", "-o", timeline, trace, NULL};
-    extern int optind;
-    optind = 0;
-    if (cmd_export(6, exp_argv) != WEFT_EXIT_OK)
-        return WEFT_EXIT_FAIL;
-    printf("timeline written: open %s in https://ui.perfetto.dev or chrome://tracing\n", timeline);
-
-    printf("\n== summary\n"
-           "traced and summarized %s; not yet in this build: the optimizer (weft optimize,\n"
-           "weft inject) and the PCT/PPCT/RPro replays (weft replay).\n"
-           "reproduce: weft trace --mode exact -o %s -- %s\n",
-           gargv[0], trace, gargv[0]);
-    return WEFT_EXIT_OK;
+    int have_report = report_generate(o.dir, path, 0) == 0;
+    demo_save(&ctx);
+    summary(&o, trace, have_report ? path : NULL);
+    if (!have_report)
+        rc = WEFT_EXIT_FAIL;
+out:
+    if (rc == 130)
+        printf("\nweft: demo interrupted; the outputs so far are in %s/\n", o.dir);
+    json_decref(ctx.doc);
+    return rc;
 }

@@ -43,14 +43,18 @@ static void replay_usage(FILE *out)
             "  -t, --timeout SEC      kill a run after SEC s: verdict timeout (default %d)\n"
             "      --expect-exit N    the exit status of a passing run (default 0)\n"
             "      --expect-output F  a passing run's stdout must equal file F\n"
-            "  -o, --out DIR          runs.jsonl, summary.json, traces (default weft-replay,\n"
-            "                         or weft-replay-seed-S with --seed)\n"
+            "  -o, --out DIR          runs.jsonl, summary.json, timing.json (wall times),\n"
+            "                         traces (default weft-replay, or weft-replay-seed-S\n"
+            "                         with --seed)\n"
             "      --resume           continue the campaign in DIR: run only missing seeds\n"
             "      --save-trace       keep traces of failing runs in DIR/traces\n"
             "      --stop-on-hit      stop dispatching seeds after the first failing run\n"
             "      --sysroot DIR      AArch64 root filesystem for a dynamic PROGRAM\n"
             "  -q, --quiet            no per-hit lines or progress\n"
             "      --summary FILE     print the summary of a runs.jsonl and exit\n"
+            "      --shard I/N        run only part I of N of the seeds (contiguous ranges),\n"
+            "                         for 'weft merge' (docs/scale-out.md); default out\n"
+            "                         weft-replay-shard-I-of-N\n"
             "  -h, --help             this help\n\n"
             "Exit status: 0 if no run failed, 10 if some run did, 130 if interrupted\n"
             "(--resume continues), 1 on errors, 2 on a bad command line.\n",
@@ -71,10 +75,56 @@ enum {
     OPT_STOP,
     OPT_SYSROOT,
     OPT_SUMMARY,
+    OPT_SHARD,
 };
 
+/* --shard I/N: this invocation runs part I (1-based) of a campaign whose
+ * whole seed range is first_seed..first_seed+runs-1 (docs/scale-out.md).
+ * index 0: not a shard. */
+typedef struct shard_spec {
+    uint64_t index, count, first_seed, runs;
+} shard_spec;
+
+static int parse_shard(const char *s, shard_spec *sh)
+{
+    char *slash = strchr(s, '/');
+    char index[32];
+    if (slash && (size_t)(slash - s) < sizeof index) {
+        memcpy(index, s, (size_t)(slash - s));
+        index[slash - s] = 0;
+        if (index[0] && strspn(index, "0123456789") == strlen(index) && slash[1] &&
+            strspn(slash + 1, "0123456789") == strlen(slash + 1)) {
+            sh->index = strtoull(index, NULL, 10);
+            sh->count = strtoull(slash + 1, NULL, 10);
+            if (sh->index >= 1 && sh->index <= sh->count && sh->count <= (1u << 20))
+                return 0;
+        }
+    }
+    cli_error("--shard: expected I/N with 1 <= I <= N <= %u (e.g. 2/4), got '%s'", 1u << 20, s);
+    return -1;
+}
+
+/* Contiguous seed ranges: shard I of N runs offsets floor((I-1)R/N) up to
+ * floor(IR/N) of the campaign's R seeds, so each shard is itself an ordinary
+ * campaign over one range (see docs/scale-out.md for why not seed mod N). */
+static int apply_shard(replay_config *c, shard_spec *sh)
+{
+    sh->first_seed = c->first_seed;
+    sh->runs = c->runs;
+    uint64_t lo = (sh->index - 1) * c->runs / sh->count, hi = sh->index * c->runs / sh->count;
+    if (hi == lo) {
+        cli_error("--shard %" PRIu64 "/%" PRIu64 ": %" PRIu64 " runs split %" PRIu64
+                  " ways leave this shard no seed",
+                  sh->index, sh->count, c->runs, sh->count);
+        return -1;
+    }
+    c->first_seed += lo;
+    c->runs = hi - lo;
+    return 0;
+}
+
 /* campaign.json: what a campaign in DIR was run with, for --resume. */
-static int write_campaign(const replay_config *c)
+static int write_campaign(const replay_config *c, const shard_spec *sh)
 {
     json_t *argv = json_array();
     for (int i = 0; i < c->run.argc; i++)
@@ -87,6 +137,16 @@ static int write_campaign(const replay_config *c)
         "pcs_count", (json_int_t)c->npcs, "starvation", c->starvation, "host_parallel",
         c->host_parallel, "first_seed", (json_int_t)c->first_seed, "runs", (json_int_t)c->runs,
         "expect_exit", c->expect_exit, "expect_output", c->expect_output, "argv", argv);
+    /* What weft report and weft merge need to rebuild reproduction commands
+     * and to tell shards of one campaign apart. */
+    json_object_set_new(o, "timeout", json_integer(c->timeout));
+    json_object_set_new(o, "sysroot", c->run.sysroot ? json_string(c->run.sysroot) : json_null());
+    json_object_set_new(o, "shard",
+                        sh->index
+                            ? json_pack("{s:I, s:I, s:I, s:I}", "index", (json_int_t)sh->index,
+                                        "count", (json_int_t)sh->count, "first_seed",
+                                        (json_int_t)sh->first_seed, "runs", (json_int_t)sh->runs)
+                            : json_null());
     char *text = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     json_decref(o);
     char path[PATH_MAX + 32], err[512];
@@ -100,7 +160,8 @@ static int write_campaign(const replay_config *c)
 
 /* --resume: take k, n, points and the seed range from campaign.json unless
  * given, and refuse a different configuration. */
-static int load_campaign(replay_config *c, int runs_given, int first_given, int radius_given)
+static int load_campaign(replay_config *c, int runs_given, int first_given, int radius_given,
+                         shard_spec *sh)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/campaign.json", c->out_dir);
@@ -165,7 +226,33 @@ static int load_campaign(replay_config *c, int runs_given, int first_given, int 
         c->runs = (uint64_t)json_integer_value(json_object_get(o, "runs"));
     if (!first_given)
         c->first_seed = (uint64_t)json_integer_value(json_object_get(o, "first_seed"));
+    json_t *js = json_object_get(o, "shard");
+    shard_spec stored = {0};
+    if (json_is_object(js))
+        stored = (shard_spec){(uint64_t)json_integer_value(json_object_get(js, "index")),
+                              (uint64_t)json_integer_value(json_object_get(js, "count")),
+                              (uint64_t)json_integer_value(json_object_get(js, "first_seed")),
+                              (uint64_t)json_integer_value(json_object_get(js, "runs"))};
     json_decref(o);
+    if (sh->index && (stored.index != sh->index || stored.count != sh->count)) {
+        if (stored.index)
+            cli_error("--resume: the campaign in %s is shard %" PRIu64 "/%" PRIu64 ", not %" PRIu64
+                      "/%" PRIu64,
+                      c->out_dir, stored.index, stored.count, sh->index, sh->count);
+        else
+            cli_error("--resume: the campaign in %s is not a shard: resume it without --shard",
+                      c->out_dir);
+        return -1;
+    }
+    if (sh->index) {
+        /* The shard's range is cut again from the whole campaign's. */
+        if (!runs_given)
+            c->runs = stored.runs;
+        if (!first_given)
+            c->first_seed = stored.first_seed;
+    } else {
+        *sh = stored; /* resumed without --shard: still that shard */
+    }
     return 0;
 }
 
@@ -205,6 +292,7 @@ int cmd_replay(int argc, char **argv)
                                          {"sysroot", required_argument, 0, OPT_SYSROOT},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"summary", required_argument, 0, OPT_SUMMARY},
+                                         {"shard", required_argument, 0, OPT_SHARD},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     replay_config c = {.kind = PCT_KIND_PCT,
@@ -217,7 +305,8 @@ int cmd_replay(int argc, char **argv)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     c.jobs = ncpu > 0 ? (unsigned)ncpu : 1;
     const char *out = NULL;
-    int radius_given = 0, runs_given = 0, first_given = 0, jobs_given = 0;
+    int radius_given = 0, runs_given = 0, first_given = 0, jobs_given = 0, shard_given = 0;
+    shard_spec shard = {0};
     uint64_t x;
     int ch;
     while ((ch = getopt_long(argc, argv, "+s:d:r:p:n:j:t:o:qh", opts, NULL)) != -1) {
@@ -336,6 +425,11 @@ int cmd_replay(int argc, char **argv)
             break;
         case OPT_SUMMARY:
             return summary_only(optarg);
+        case OPT_SHARD:
+            if (parse_shard(optarg, &shard))
+                return WEFT_EXIT_USAGE;
+            shard_given = 1;
+            break;
         case 'h':
             replay_usage(stdout);
             return WEFT_EXIT_OK;
@@ -349,6 +443,10 @@ int cmd_replay(int argc, char **argv)
     }
     if (c.seed_given && (runs_given || first_given)) {
         cli_error("--seed runs one seed: use --runs N --first-seed S for a campaign");
+        return WEFT_EXIT_USAGE;
+    }
+    if (c.seed_given && shard_given) {
+        cli_error("--shard splits a campaign (--runs), not a --seed run");
         return WEFT_EXIT_USAGE;
     }
     if (c.seed_given && c.resume) {
@@ -373,6 +471,9 @@ int cmd_replay(int argc, char **argv)
     if (!out) {
         if (c.seed_given)
             snprintf(def_out, sizeof def_out, "weft-replay-seed-%" PRIu64, c.first_seed);
+        else if (shard_given)
+            snprintf(def_out, sizeof def_out, "weft-replay-shard-%" PRIu64 "-of-%" PRIu64,
+                     shard.index, shard.count);
         else
             snprintf(def_out, sizeof def_out, "weft-replay");
         out = def_out;
@@ -389,7 +490,9 @@ int cmd_replay(int argc, char **argv)
     c.run.argc = argc - optind;
     if (guest_check_binary(c.run.binary, c.run.sysroot))
         return WEFT_EXIT_FAIL;
-    if (c.resume && load_campaign(&c, runs_given, first_given, radius_given))
+    if (c.resume && load_campaign(&c, runs_given, first_given, radius_given, &shard))
+        return WEFT_EXIT_USAGE;
+    if (shard_given && apply_shard(&c, &shard))
         return WEFT_EXIT_USAGE;
     if (!c.resume || (c.points == POINTS_SHARED && !c.pcs_path[0]))
         if (replay_profile(&c))
@@ -415,8 +518,7 @@ int cmd_replay(int argc, char **argv)
     printf("weft: %s, depth %" PRIu64, pct_kind_name(c.kind), c.depth);
     if (c.kind == PCT_KIND_RPRO)
         printf(", radius %" PRIu64 "%s", c.radius, radius_given ? "" : " (default)");
-    printf(", k = %" PRIu64 ", n = %" PRIu64 ", points %s", c.k, c.n,
-           replay_points_name(c.points));
+    printf(", k = %" PRIu64 ", n = %" PRIu64 ", points %s", c.k, c.n, replay_points_name(c.points));
     if (c.points == POINTS_SHARED || c.points == POINTS_PCS)
         printf(" (%s)", c.pcs_path);
     printf(", starvation %g%s, timeout %u s", cfg.starvation, c.starvation < 0 ? " (default)" : "",
@@ -429,7 +531,10 @@ int cmd_replay(int argc, char **argv)
                c.jobs, c.jobs == 1 ? "" : "s", jobs_given ? "" : " (default)");
     if (c.host_parallel)
         printf("weft: --host-parallel: runs are not reproducible by seed\n");
-    if (write_campaign(&c))
+    if (shard.index)
+        printf("weft: shard %" PRIu64 "/%" PRIu64 " of seeds %" PRIu64 "..%" PRIu64 "\n",
+               shard.index, shard.count, shard.first_seed, shard.first_seed + shard.runs - 1);
+    if (write_campaign(&c, &shard))
         return WEFT_EXIT_FAIL;
     return replay_campaign(&c);
 }

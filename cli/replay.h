@@ -39,9 +39,9 @@ const char *replay_points_name(replay_points p);
 typedef struct replay_config {
     pct_kind kind;
     uint64_t depth, radius;
-    uint64_t k, n;         /* 0 until given or profiled */
-    int k_given, n_given;  /* from --steps / --threads */
-    double starvation;     /* < 0: the plugin's default */
+    uint64_t k, n;        /* 0 until given or profiled */
+    int k_given, n_given; /* from --steps / --threads */
+    double starvation;    /* < 0: the plugin's default */
     replay_points points;
     char pcs_path[PATH_MAX + 32]; /* POINTS_SHARED (after profiling) and POINTS_PCS */
     uint64_t npcs;
@@ -55,6 +55,15 @@ typedef struct replay_config {
     int resume, save_trace, stop_on_hit, quiet;
     guest_run run; /* binary, argv, sysroot; plugin_args built per seed */
 } replay_config;
+
+/* A line of a runs.jsonl, to put lines in seed order (then in the order
+ * read: `order`); `tag` is the caller's (weft merge: which folder). */
+typedef struct replay_line {
+    uint64_t seed;
+    size_t order, tag;
+    char *text;
+} replay_line;
+int replay_line_cmp(const void *a, const void *b); /* qsort comparator */
 
 /* ---- one run (replay_run.c) ------------------------------------------------ */
 
@@ -103,9 +112,12 @@ typedef struct replay_summary {
 /* Read a runs.jsonl (lines with the same configuration; a repeated seed
  * counts once) into a summary. Returns 0, or -1 with a one-line error. */
 int replay_summary_read(const char *jsonl_path, replay_summary *s, char *err, size_t errlen);
-/* Write it as JSON atomically (extra: campaign wall time, or < 0). */
-int replay_summary_write(const replay_summary *s, const char *path, double campaign_wall_s,
-                         char *err, size_t errlen);
+/* Write it as JSON atomically (summary.json): nothing in it depends on
+ * wall time, so equal runs give equal bytes (docs/scale-out.md). */
+int replay_summary_write(const replay_summary *s, const char *path, char *err, size_t errlen);
+/* The wall times (timing.json): per run, all runs, the campaign (< 0: null). */
+int replay_timing_write(const replay_summary *s, const char *path, double campaign_wall_s,
+                        char *err, size_t errlen);
 void replay_summary_print(const replay_summary *s, FILE *out);
 
 /* ---- small shared helpers -------------------------------------------------- */

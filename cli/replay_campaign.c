@@ -78,18 +78,12 @@ static int load_done(const char *path, uint64_t **seeds, size_t *n)
     return 0;
 }
 
-typedef struct line_rec {
-    uint64_t seed;
-    size_t index;
-    char *text;
-} line_rec;
-
-static int cmp_line(const void *a, const void *b)
+int replay_line_cmp(const void *a, const void *b)
 {
-    const line_rec *x = a, *y = b;
+    const replay_line *x = a, *y = b;
     if (x->seed != y->seed)
         return x->seed < y->seed ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
+    return x->order < y->order ? -1 : x->order > y->order;
 }
 
 /* At the end: runs.jsonl in seed order (a seed once), so two campaigns with
@@ -99,7 +93,7 @@ static void sort_runs(const char *path)
     FILE *f = fopen(path, "r");
     if (!f)
         return;
-    line_rec *lines = NULL;
+    replay_line *lines = NULL;
     size_t n = 0, cap = 0, total = 0;
     char *buf = NULL;
     size_t blen = 0;
@@ -113,16 +107,16 @@ static void sort_runs(const char *path)
         json_decref(o);
         if (n == cap) {
             cap = cap ? cap * 2 : 256;
-            line_rec *m = realloc(lines, cap * sizeof *m);
+            replay_line *m = realloc(lines, cap * sizeof *m);
             if (!m)
                 goto out;
             lines = m;
         }
-        lines[n] = (line_rec){seed, n, strdup(buf)};
+        lines[n] = (replay_line){seed, n, 0, strdup(buf)};
         total += (size_t)got;
         n++;
     }
-    qsort(lines, n, sizeof *lines, cmp_line);
+    qsort(lines, n, sizeof *lines, replay_line_cmp);
     char *all = malloc(total + 1);
     size_t len = 0;
     for (size_t i = 0; all && i < n; i++) {
@@ -390,10 +384,13 @@ int replay_campaign(replay_config *c)
 
     int status = hits ? 10 : WEFT_EXIT_OK;
     replay_summary s;
-    char sum_path[PATH_MAX + 32];
+    char sum_path[PATH_MAX + 32], timing_path[PATH_MAX + 32];
     snprintf(sum_path, sizeof sum_path, "%s/summary.json", c->out_dir);
+    snprintf(timing_path, sizeof timing_path, "%s/timing.json", c->out_dir);
     if (replay_summary_read(runs_path, &s, err, sizeof err) == 0) {
-        if (replay_summary_write(&s, sum_path, wall, err, sizeof err))
+        if (replay_summary_write(&s, sum_path, err, sizeof err) ||
+            /* after --resume, this invocation's wall time is not the campaign's */
+            replay_timing_write(&s, timing_path, c->resume ? -1 : wall, err, sizeof err))
             cli_error("%s", err);
         if (!c->seed_given) {
             replay_summary_print(&s, stdout);

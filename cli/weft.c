@@ -23,7 +23,9 @@ static const struct subcommand {
     {"optimize", cmd_optimize, "search delays that align writes; write an injection plan"},
     {"inject", cmd_inject, "re-run a program with a plan's delays and check the collision"},
     {"replay", cmd_replay, "replay a program under PCT, PPCT or RPro and report verdicts"},
-    {"demo", cmd_demo, "run the whole pipeline on a bundled program"},
+    {"merge", cmd_merge, "combine the runs of campaign shards into one campaign"},
+    {"report", cmd_report, "write one self-contained HTML page from a demo or campaign"},
+    {"demo", cmd_demo, "run the whole pipeline on a bundled program, with a report"},
 };
 
 void cli_error(const char *fmt, ...)
