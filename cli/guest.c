@@ -137,6 +137,49 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The guest sees a fixed part of weft's environment: its size and content
+ * shape the guest's stack, so a variable that differs between two shells
+ * (PWD, SHLVL, GNU parallel's PARALLEL_SEQ, Slurm's SLURM_*) would change
+ * virtual times and with them a seed's run. Kept: the variables below, LC_*,
+ * QEMU_* (qemu's own settings) and the names listed in WEFT_GUEST_ENV. */
+static int guest_env_kept(const char *var)
+{
+    static const char *const kept[] = {"PATH",     "HOME", "USER", "LOGNAME", "LANG",
+                                       "LANGUAGE", "TZ",   "TERM", "SHELL",   "TMPDIR"};
+    size_t len = strcspn(var, "=");
+    if (!strncmp(var, "LC_", 3) || !strncmp(var, "QEMU_", 5))
+        return 1;
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if (strlen(kept[i]) == len && !strncmp(var, kept[i], len))
+            return 1;
+    const char *extra = getenv("WEFT_GUEST_ENV");
+    while (extra && *extra) {
+        size_t n = strcspn(extra, " ,:");
+        if (n == len && !strncmp(var, extra, n))
+            return 1;
+        extra += n + (extra[n] != 0);
+    }
+    return 0;
+}
+
+extern char **environ;
+
+/* Built before fork: the child of a threaded weft may not allocate. */
+static char **guest_environment(void)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (guest_env_kept(environ[i]))
+            env[k++] = environ[i];
+    return env;
+}
+
 int guest_run_qemu(const guest_run *run, guest_result *res)
 {
     char *args[run->argc + 8];
@@ -165,11 +208,17 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
     sigaction(SIGTERM, &sa, &old_term);
     interrupted = 0;
     double t0 = now_s();
+    char **env = guest_environment();
+    if (!env) {
+        cli_error("cannot start qemu: out of memory");
+        return -1;
+    }
     fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         cli_error("cannot start qemu: %s", strerror(errno));
+        free(env);
         return -1;
     }
     if (pid == 0) {
@@ -182,10 +231,11 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
             _exit(127);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
-        execvp(args[0], args);
+        execvpe(args[0], args, env);
         fprintf(stderr, "weft: cannot run %s: %s\n", args[0], strerror(errno));
         _exit(127);
     }
+    free(env);
     setpgid(pid, pid);
     res->pid = (int)pid;
     int status = 0;

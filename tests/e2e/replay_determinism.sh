@@ -23,4 +23,17 @@ for c in "${cases[@]}"; do
   check "$fx $sched seed $seed: three runs, one verdict line" \
     bash -c "cmp -s '$work/$fx-$sched-1.line' '$work/$fx-$sched-2.line' && cmp -s '$work/$fx-$sched-1.line' '$work/$fx-$sched-3.line'"
 done
+
+# The guest's environment is fixed by weft: a variable that differs between
+# shells (or that GNU parallel and Slurm set per task) changes nothing.
+c="$work/lost_update-random-1"
+env PARALLEL_SEQ=3 SLURM_ARRAY_TASK_ID=12 SOME_LONG_NAME="$(printf '%0200d' 0)" \
+  "$WEFT" replay --sched random --depth 1 --points shared --steps 400 --threads 3 --seed 7 --save-trace \
+  --timeout 60 --out "$work/env" -- "$WEFT_FIXTURES/lost_update" >"$work/env.log" 2>&1 || true
+check "extra environment variables: the same trace" cmp -s "$c/traces/seed-7.wtr" "$work/env/traces/seed-7.wtr"
+WEFT_GUEST_ENV=SOME_LONG_NAME SOME_LONG_NAME="$(printf '%0200d' 0)" \
+  "$WEFT" replay --sched random --depth 1 --points shared --steps 400 --threads 3 --seed 7 --save-trace \
+  --timeout 60 --out "$work/env2" -- "$WEFT_FIXTURES/lost_update" >"$work/env2.log" 2>&1 || true
+check "WEFT_GUEST_ENV passes a variable through (the run changes)" \
+  bash -c "! cmp -s '$c/traces/seed-7.wtr' '$work/env2/traces/seed-7.wtr'"
 finish
