@@ -478,6 +478,12 @@ int cmd_replay(int argc, char **argv)
             snprintf(def_out, sizeof def_out, "weft-replay");
         out = def_out;
     }
+    c.run.binary = argv[optind];
+    c.run.argv = argv + optind;
+    c.run.argc = argc - optind;
+    /* The program first: a bad one leaves no output folder behind. */
+    if (guest_check_binary(c.run.binary, c.run.sysroot))
+        return WEFT_EXIT_FAIL;
     if (replay_mkdirs(out) || !realpath(out, c.out_dir))
         return WEFT_EXIT_FAIL;
     if (strchr(c.out_dir, ',') || strchr(c.pcs_path, ',')) {
@@ -485,11 +491,6 @@ int cmd_replay(int argc, char **argv)
                   strchr(c.out_dir, ',') ? c.out_dir : c.pcs_path);
         return WEFT_EXIT_USAGE;
     }
-    c.run.binary = argv[optind];
-    c.run.argv = argv + optind;
-    c.run.argc = argc - optind;
-    if (guest_check_binary(c.run.binary, c.run.sysroot))
-        return WEFT_EXIT_FAIL;
     if (c.resume && load_campaign(&c, runs_given, first_given, radius_given, &shard))
         return WEFT_EXIT_USAGE;
     if (shard_given && apply_shard(&c, &shard))

@@ -56,7 +56,7 @@ int replay_mkdirs(const char *path)
             char c = *p;
             *p = 0;
             if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-                cli_error("%s: %s", buf, strerror(errno));
+                cli_error("%s: cannot create the output folder: %s", buf, strerror(errno));
                 return -1;
             }
             if (!c)

@@ -80,9 +80,7 @@ fi
 expect "program: a directory" 1 "weft: adir: is a directory, not a program" "$WEFT" trace -o x.wtr -- adir
 expect "replay program: missing" 1 "weft: nosuch: No such file or directory" "$WEFT" replay -- nosuch
 check "program errors: no trace written" test ! -e x.wtr
-# weft replay makes its output folder before it checks the program
-# (cli/cmd_replay.c, reported): KNOWN until fixed, ok after.
-known "replay program: missing: no output folder" test ! -e weft-replay
+check "replay program: missing: no output folder" test ! -e weft-replay
 rm -rf weft-replay
 
 # ---- weft trace: options and output path ----------------------------------
@@ -279,6 +277,10 @@ expect "replay radius > k" 2 "weft: --radius 20: larger than the step budget k =
 expect "replay --radius without rpro" 2 "weft: --radius: only for --sched rpro" \
   "$WEFT" replay --sched pct --radius 2 -- ./lu
 check "replay usage errors: no output folder left" test ! -e weft-replay
+if [ -n "$ro" ]; then
+  expect "replay -o on a read-only fs" 1 "weft: ro/out: cannot create the output folder: Read-only file system" \
+    "$WEFT" replay -o ro/out -- ./lu
+fi
 
 # ---- the doc lists nothing this test did not check ---------------------------------
 # Every `weft: ...` line in the message column of a table row.
