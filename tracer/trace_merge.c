@@ -146,9 +146,10 @@ static void heap_down(cursor **h, size_t n, size_t i)
 
 /* Per-thread facts gathered while merging, used to complete the table. */
 typedef struct thread_stats {
-    uint64_t events, first, last, tid;
+    uint64_t events, first, last;
+    uint32_t parent; /* from THREAD_START (the creator's index, UINT32_MAX: none) */
     int32_t exit_code;
-    bool exited, has_tid;
+    bool exited, started;
 } thread_stats;
 
 /* Output side: blocks of BLOCK_EVENTS records in canonical order. */
@@ -204,9 +205,9 @@ static weft_trace_thread *build_threads(const weft_trace_summary *s, const threa
         if (s && i < s->nthreads) {
             t[i] = s->threads[i];
         } else {
-            t[i].parent = UINT32_MAX; /* not recorded in the events */
+            /* Host tids are not recorded (they differ from run to run). */
+            t[i].parent = x && x->started ? x->parent : UINT32_MAX;
             if (x && x->events) {
-                t[i].tid = x->tid;
                 t[i].start_time = x->first;
                 t[i].end_time = x->last;
                 t[i].exited = x->exited;
@@ -314,9 +315,9 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
         if (!x->events++)
             x->first = ev->time;
         x->last = ev->time;
-        if (ev->kind == WEFT_EV_THREAD_START && !x->has_tid) {
-            x->tid = ev->addr;
-            x->has_tid = true;
+        if (ev->kind == WEFT_EV_THREAD_START && !x->started) {
+            x->parent = ev->addr > UINT32_MAX ? UINT32_MAX : (uint32_t)ev->addr;
+            x->started = true;
         } else if (ev->kind == WEFT_EV_THREAD_EXIT) {
             x->exited = true;
             x->exit_code = (int32_t)ev->addr;

@@ -357,7 +357,7 @@ static void test_empty_and_rebuilt_table(void **state)
      * extended from the events. */
     weft_event t0[] = {tt_ev(0, WEFT_EV_THREAD_START, 500, 0, 0),
                        tt_ev(3, WEFT_EV_WRITE, 0x10, 0x4, 4)};
-    weft_event t1[] = {tt_ev(10, WEFT_EV_THREAD_START, 501, 0, 0),
+    weft_event t1[] = {tt_ev(10, WEFT_EV_THREAD_START, 0, 0, 0), /* created by T0 */
                        tt_ev(15, WEFT_EV_READ, 0x10, 0x8, 4),
                        tt_ev(20, WEFT_EV_THREAD_EXIT, 7, 0, 0)};
     weft_event *streams[] = {t0, t1};
@@ -372,7 +372,8 @@ static void test_empty_and_rebuilt_table(void **state)
     assert_int_equal(s->nthreads, 2);
     assert_int_equal(s->threads[0].insns, 9);
     assert_int_equal(s->threads[0].events, 2);
-    assert_int_equal(s->threads[1].tid, 501);
+    assert_int_equal(s->threads[1].parent, 0); /* from its THREAD_START */
+    assert_int_equal(s->threads[1].tid, 0);
     assert_int_equal(s->threads[1].start_time, 10);
     assert_int_equal(s->threads[1].end_time, 20);
     assert_int_equal(s->threads[1].exited, 1);
@@ -464,7 +465,8 @@ static void test_writer_errors(void **state)
 static void test_set_outcome(void **state)
 {
     (void)state;
-    weft_event t0[] = {tt_ev(0, WEFT_EV_THREAD_START, 9, 0, 0), tt_ev(4, WEFT_EV_READ, 8, 4, 8)};
+    weft_event t0[] = {tt_ev(0, WEFT_EV_THREAD_START, UINT32_MAX, 0, 0),
+                       tt_ev(4, WEFT_EV_READ, 8, 4, 8)};
     weft_event *streams[] = {t0};
     size_t counts[] = {2};
     const char *p = tt_path("outcome.wtr");
@@ -477,7 +479,7 @@ static void test_set_outcome(void **state)
     const weft_trace_summary *s = weft_trace_get_summary(t);
     assert_int_equal(s->flags, WEFT_TRACE_COMPLETE | WEFT_TRACE_CRASHED);
     assert_int_equal(s->exit_status, -11);
-    assert_int_equal(s->threads[0].tid, 9);
+    assert_int_equal(s->threads[0].parent, UINT32_MAX); /* main: no creator */
     weft_event ev;
     assert_int_equal(weft_trace_next(t, &ev), 1);
     assert_int_equal(weft_trace_next(t, &ev), 1);

@@ -212,7 +212,8 @@ static void child_writes_and_dies(const char *path)
             size_t n = 0;
             uint64_t base = 100 * round + 10 * t;
             if (round == 0)
-                b[n++] = tt_ev(base, WEFT_EV_THREAD_START, 4000 + t, 0, 0);
+                /* addr: the creator's index (T1 is T0's child) */
+                b[n++] = tt_ev(base, WEFT_EV_THREAD_START, t ? 0 : UINT32_MAX, 0, 0);
             for (int i = 0; i < 10; i++)
                 b[n++] = tt_ev(base + 1 + (uint64_t)i, WEFT_EV_WRITE, 0x3000, 0x400000, 8);
             if (weft_trace_writer_append(w, t, b, n) != 0)
@@ -255,11 +256,11 @@ static void test_salvage_torn_spool(void **state)
     assert_int_equal(s->exit_status, -9);
     assert_int_equal(weft_trace_event_count(t), 11 + 11 + 10);
     assert_int_equal(s->nthreads, 2);
-    assert_int_equal(s->threads[0].tid, 4000);
+    assert_int_equal(s->threads[0].parent, UINT32_MAX);
     assert_int_equal(s->threads[0].start_time, 0);
     assert_int_equal(s->threads[0].end_time, 110);
     assert_int_equal(s->threads[0].events, 21);
-    assert_int_equal(s->threads[1].tid, 4001);
+    assert_int_equal(s->threads[1].parent, 0);
     assert_int_equal(s->threads[1].start_time, 10);
     assert_int_equal(s->threads[1].end_time, 20);
     assert_int_equal(s->threads[1].events, 11);
