@@ -45,6 +45,7 @@ struct Slot {
     // Inside the plugin's callbacks (nested count): asleep there means on one
     // of weft's own locks, never in a qemu exclusive section.
     std::atomic<int> busy{0};
+    std::atomic<int> forking{0}; // in a fork syscall: qemu copies itself exclusively
 };
 
 uint64_t now_ns();

@@ -156,8 +156,8 @@ bool weft_platform::holder_stuck_in_qemu(int h)
 {
     Slot &s = slots[h];
     auto outside_weft = [&s] {
-        return s.state.load() == RUNNING && !s.in_syscall.load() && !s.waiting.load() &&
-               !s.busy.load();
+        return s.state.load() == RUNNING && (!s.in_syscall.load() || s.forking.load()) &&
+               !s.waiting.load() && !s.busy.load();
     };
     if (!outside_weft() || host_thread_state(s.host_tid) != 'S')
         return false;
@@ -322,6 +322,11 @@ void weft_platform_busy(weft_platform *p, int pe, int delta)
     // none wanted on this path (once per gate and per trace flush).
     std::atomic<int> &b = p->slots[pe].busy;
     b.store(b.load(std::memory_order_relaxed) + delta, std::memory_order_release);
+}
+
+void weft_platform_forking(weft_platform *p, int pe, int on)
+{
+    p->slots[pe].forking.store(on);
 }
 
 int weft_platform_stuck_in_qemu(weft_platform *p, int pe)

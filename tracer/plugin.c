@@ -241,6 +241,8 @@ static void tb_exec_bound(vcpu_state *v, void *udata)
 
 static void tb_exec(unsigned int index, void *udata)
 {
+    if (atomic_load_explicit(&g_plugin.forked_child, memory_order_relaxed))
+        return;
     vcpu_state *v = g_plugin.vcpus[index];
     if (!v)
         v = plugin_vcpu(index);
@@ -272,6 +274,8 @@ static void insn_gate_bound(vcpu_state *v, const insn_info *ii)
 
 static void insn_gate(unsigned int index, void *udata)
 {
+    if (atomic_load_explicit(&g_plugin.forked_child, memory_order_relaxed))
+        return;
     vcpu_state *v = g_plugin.vcpus[index];
     if (!v || v->pe < 0)
         return;
@@ -292,6 +296,8 @@ static int in_ranges(uint64_t a)
 
 static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata)
 {
+    if (atomic_load_explicit(&g_plugin.forked_child, memory_order_relaxed))
+        return;
     vcpu_state *v = g_plugin.vcpus[index];
     const insn_info *ii = udata;
     if (!v || v->pe < 0)
@@ -580,6 +586,11 @@ static void fill_meta(weft_trace_meta *m, char **storage)
     m->build_id_len = len > 0 ? (uint32_t)len : 0;
 }
 
+static void after_fork_in_child(void)
+{
+    atomic_store(&g_plugin.forked_child, 1);
+}
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
                                            char **argv)
 {
@@ -591,6 +602,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     if (parse_args(argc, argv))
         return -1;
     g_plugin.owner_pid = getpid();
+    pthread_atfork(NULL, NULL, after_fork_in_child);
     atomic_store(&g_plugin.exit_cycles, UINT64_MAX);
     atomic_store(&g_plugin.tb_flush_pending, -1);
     pthread_mutex_init(&g_plugin.maps_lock, NULL);

@@ -80,6 +80,10 @@ typedef struct plugin {
     weft_platform *platform;
     weft_trace_writer *writer;
     pid_t owner_pid; /* a forked guest child must not touch the trace */
+    /* Set in a forked guest child (pthread_atfork): its callbacks do
+     * nothing. Its copy of the platform still counts the parent's threads,
+     * which do not exist there, so any gate would wait for them. */
+    atomic_int forked_child;
     vcpu_state *vcpus[PLUGIN_MAX_VCPUS];
     thread_record *threads; /* [max_pes] */
     atomic_int main_bound;

@@ -170,6 +170,10 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
     weft_platform_gate(p, v->pe, v->sys_cycles, (uint64_t)num, WEFT_SYNC_SYSCALL, &resume);
     v->offset += resume - v->sys_cycles; /* held back by a replay policy */
     v->sys_cycles = resume;
+    /* fork (a clone of the process, not a thread): qemu copies itself inside
+     * an exclusive section, which waits for every other vCPU. */
+    if (num == SYS_CLONE && !(a1 & CLONE_THREAD))
+        weft_platform_forking(p, v->pe, 1);
     thread_record *tr = &g_plugin.threads[v->pe];
     switch (num) {
     case SYS_FUTEX:
@@ -219,6 +223,8 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
 static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
 {
     weft_platform *p = g_plugin.platform;
+    if (num == SYS_CLONE && !(v->sys_args[0] & CLONE_THREAD))
+        weft_platform_forking(p, v->pe, 0);
     weft_platform_syscall_done(p, v->pe);
     if (v->futex_waiting) {
         uint64_t resume = weft_platform_futex_wait_return(p, v->pe, v->sys_cycles);

@@ -128,6 +128,9 @@ int weft_platform_stuck_in_qemu(weft_platform *p, int pe);
 /* The PE's host thread enters (+1) or leaves (-1) weft's own code, where it
  * may sleep on weft's locks: not to be taken for a qemu exclusive section. */
 void weft_platform_busy(weft_platform *p, int pe, int delta);
+/* The PE is in a fork (on = 1) until it returns (on = 0): asleep then, it
+ * may be in qemu's exclusive section although it is in a syscall. */
+void weft_platform_forking(weft_platform *p, int pe, int on);
 
 /* exit_group or fatal signal: stop gating forever so qemu's exclusive
  * sections can run. */
