@@ -127,82 +127,6 @@ void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, 
         plugin_flush(v);
 }
 
-static void bind_vcpu(vcpu_state *v)
-{
-    uint64_t tid = (uint64_t)gettid();
-    struct timespec nap = {0, 20000};
-    int pe;
-    if (!atomic_exchange(&g_plugin.main_bound, 1)) {
-        pe = weft_platform_thread_create(g_plugin.platform, -1, tid, 0, 0);
-    } else {
-        /* The parent registers the child when clone returns to it, which may
-         * be after the child's first block: wait for it. */
-        while ((pe = weft_platform_thread_by_tid(g_plugin.platform, tid)) < 0) {
-            if (weft_platform_is_exiting(g_plugin.platform))
-                return;
-            nanosleep(&nap, NULL);
-        }
-    }
-    if (pe < 0) {
-        fprintf(stderr, "weft: more than %u threads: raise --max-threads\n", g_plugin.cfg.max_pes);
-        return;
-    }
-    while (pe > 0 && !atomic_load(&g_plugin.threads[pe].ready) &&
-           !weft_platform_is_exiting(g_plugin.platform))
-        nanosleep(&nap, NULL);
-    v->pe = pe;
-    v->begun = 0;
-    v->tb_base = v->insns = 0;
-    v->nbuf = 0;
-    v->offset = weft_platform_thread_start(g_plugin.platform, pe);
-    v->last_gate = 0;
-    /* Children: the mapping clone's newsp points into. Main thread: learnt
-     * from its first SP-based access. */
-    v->stack_lo = g_plugin.threads[pe].stack_lo;
-    v->stack_hi = g_plugin.threads[pe].stack_hi;
-}
-
-/* The thread's first turn. `wait` says whether it may wait for it here (a
- * replay policy's token); a thread that runs before it could wait (see
- * plugin_may_wait_in_exec) starts at its creation time. */
-void plugin_begin_thread(vcpu_state *v, int wait)
-{
-    weft_platform *p = g_plugin.platform;
-    v->begun = 1;
-    if (wait) /* the offset is still its creation time: it executed no block yet, or one unordered
-               */
-        v->offset = weft_platform_thread_begin(p, v->pe);
-    /* Host TIDs differ from run to run; the trace records the creator's
-     * index instead so that identical runs give identical files. */
-    int parent = weft_platform_thread_parent(p, v->pe);
-    plugin_record(v, WEFT_EV_THREAD_START, v->offset, parent < 0 ? UINT32_MAX : (uint64_t)parent, 0,
-                  0, 0);
-}
-
-/* May this vCPU wait inside guest code (an insn or block callback) now?
- * Not while qemu's flush after the first clone is pending: the flush waits
- * for every vCPU to leave guest code. A new thread that gets here first
- * waits outside the policy for as long as the parent runs, and goes on only
- * once the parent is parked in that exclusive section: then qemu stops it at
- * the end of this block, so it runs ahead of the policy by at most one block
- * (its first is the clone return path, which touches no memory), and the
- * schedule does not depend on which host thread was faster. */
-int plugin_may_wait_in_exec(const vcpu_state *v)
-{
-    struct timespec nap = {0, 20000};
-    for (;;) {
-        int pending = atomic_load(&g_plugin.tb_flush_pending);
-        if (pending < 0 || pending == v->pe)
-            return 1;
-        if (weft_platform_is_exiting(g_plugin.platform) ||
-            weft_platform_stuck_in_qemu(g_plugin.platform, pending))
-            return 0;
-        weft_platform_busy(g_plugin.platform, v->pe, 1); /* asleep here is not in qemu */
-        nanosleep(&nap, NULL);
-        weft_platform_busy(g_plugin.platform, v->pe, -1);
-    }
-}
-
 static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
 {
     (void)id;
@@ -247,7 +171,7 @@ static void tb_exec(unsigned int index, void *udata)
     if (!v)
         v = plugin_vcpu(index);
     if (v->pe < 0) {
-        bind_vcpu(v);
+        plugin_bind_vcpu(v);
         if (v->pe < 0)
             return;
     }

@@ -122,6 +122,8 @@ static inline uint64_t cycles_to_ns(uint64_t cycles)
 void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
                    uint8_t size, uint16_t flags);
 void plugin_flush(vcpu_state *v);
+/* plugin_thread.c */
+void plugin_bind_vcpu(vcpu_state *v);
 void plugin_begin_thread(vcpu_state *v, int wait);
 vcpu_state *plugin_vcpu(unsigned int index);
 void plugin_finish(uint32_t extra_flags);
