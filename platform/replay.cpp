@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <climits>
 #include <ctime>
+#include <sched.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -203,7 +204,7 @@ int weft_platform::stuck_token_holder(int pe)
 weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
 {
     WaitingMark mark(slots[pe].waiting);
-    unsigned rounds = 0;
+    unsigned rounds = 0, spins = 0;
     Slot &s = slots[pe];
     uint64_t seen_bound = ~0ull, seen_progress = ~0ull, since = now_ns();
     for (;;) {
@@ -238,6 +239,12 @@ weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
             escapes++;
             *resume = s.bound.load();
             return WEFT_GATE_ESCAPED;
+        }
+        // A handoff is a few microseconds of work; sleeping in the kernel at
+        // once adds the wake-up latency to every one. Yield a little first.
+        if (spins++ < 64) {
+            sched_yield();
+            continue;
         }
         futex_wait_word(&s.granted, 0, 200000);
     }
