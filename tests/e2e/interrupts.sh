@@ -33,9 +33,10 @@ finish_bg() {
   t1=$(date +%s.%N)
   took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 }
-# wait_for FILE [BYTES]: until FILE holds more than BYTES (4096; at most 30 s).
+# wait_for FILE [BYTES]: until FILE holds more than BYTES (4096; at most
+# 120 s: exact mode on 8 threads is slow on a loaded machine).
 wait_for() {
-  for _ in $(seq 300); do
+  for _ in $(seq 1200); do
     [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -gt "${2:-4096}" ] && return 0
     sleep 0.1
   done
