@@ -172,8 +172,8 @@ static int check_same(merge_dir *d, size_t n)
     return 0;
 }
 
-/* Every finished line of DIR/runs.jsonl (a line cut short by a kill is not
- * a finished run). */
+/* Every finished line of DIR/runs.jsonl that names its seed (a line cut
+ * short by a kill is not a finished run). */
 static int read_runs(merge_dir *d, size_t di, replay_line **lines, size_t *n, size_t *cap)
 {
     char path[PATH_MAX + 32];
@@ -183,34 +183,24 @@ static int read_runs(merge_dir *d, size_t di, replay_line **lines, size_t *n, si
         cli_error("%s: %s", path, strerror(errno));
         return -1;
     }
-    char *buf = NULL;
-    size_t blen = 0;
-    ssize_t got;
-    while ((got = getline(&buf, &blen, f)) > 0) {
-        if (buf[got - 1] != '\n')
-            break;
-        json_t *o = json_loads(buf, 0, NULL);
-        json_t *s = o ? json_object_get(o, "seed") : NULL;
-        if (json_is_integer(s)) {
-            if (*n == *cap) {
-                *cap = *cap ? *cap * 2 : 1024;
-                replay_line *m = realloc(*lines, *cap * sizeof *m);
-                if (!m) {
-                    json_decref(o);
-                    free(buf);
-                    fclose(f);
-                    cli_error("out of memory");
-                    return -1;
-                }
-                *lines = m;
-            }
-            (*lines)[*n] = (replay_line){(uint64_t)json_integer_value(s), *n, di, strdup(buf)};
-            (*n)++;
-        }
-        json_decref(o);
-    }
-    free(buf);
+    size_t first = *n;
+    int rc = replay_lines_read(f, di, lines, n, cap);
     fclose(f);
+    if (rc) {
+        cli_error("out of memory");
+        return -1;
+    }
+    size_t k = first; /* drop lines without a seed */
+    for (size_t i = first; i < *n; i++) {
+        if ((*lines)[i].seed == UINT64_MAX) {
+            free((*lines)[i].text);
+            continue;
+        }
+        (*lines)[k] = (*lines)[i];
+        (*lines)[k].order = k;
+        k++;
+    }
+    *n = k;
     return 0;
 }
 

@@ -86,6 +86,36 @@ int replay_line_cmp(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
+int replay_lines_read(FILE *f, size_t tag, replay_line **lines, size_t *n, size_t *cap)
+{
+    char *buf = NULL;
+    size_t blen = 0;
+    ssize_t got;
+    int rc = 0;
+    while ((got = getline(&buf, &blen, f)) > 0) {
+        if (buf[got - 1] != '\n')
+            break;
+        json_t *o = json_loads(buf, 0, NULL);
+        json_t *s = o ? json_object_get(o, "seed") : NULL;
+        uint64_t seed = json_is_integer(s) ? (uint64_t)json_integer_value(s) : UINT64_MAX;
+        json_decref(o);
+        if (*n == *cap) {
+            size_t c = *cap ? *cap * 2 : 256;
+            replay_line *m = realloc(*lines, c * sizeof *m);
+            if (!m) {
+                rc = -1;
+                break;
+            }
+            *lines = m;
+            *cap = c;
+        }
+        (*lines)[*n] = (replay_line){seed, *n, tag, strdup(buf)};
+        (*n)++;
+    }
+    free(buf);
+    return rc;
+}
+
 /* At the end: runs.jsonl in seed order (a seed once), so two campaigns with
  * the same arguments give the same file apart from wall times. */
 static void sort_runs(const char *path)
@@ -95,46 +125,27 @@ static void sort_runs(const char *path)
         return;
     replay_line *lines = NULL;
     size_t n = 0, cap = 0, total = 0;
-    char *buf = NULL;
-    size_t blen = 0;
-    ssize_t got;
-    while ((got = getline(&buf, &blen, f)) > 0) {
-        if (buf[got - 1] != '\n')
-            break;
-        json_t *o = json_loads(buf, 0, NULL);
-        json_t *s = o ? json_object_get(o, "seed") : NULL;
-        uint64_t seed = json_is_integer(s) ? (uint64_t)json_integer_value(s) : UINT64_MAX;
-        json_decref(o);
-        if (n == cap) {
-            cap = cap ? cap * 2 : 256;
-            replay_line *m = realloc(lines, cap * sizeof *m);
-            if (!m)
-                goto out;
-            lines = m;
+    if (replay_lines_read(f, 0, &lines, &n, &cap) == 0) {
+        qsort(lines, n, sizeof *lines, replay_line_cmp);
+        for (size_t i = 0; i < n; i++)
+            total += lines[i].text ? strlen(lines[i].text) : 0;
+        char *all = malloc(total + 1);
+        size_t len = 0;
+        for (size_t i = 0; all && i < n; i++) {
+            if (!lines[i].text || (i && lines[i].seed == lines[i - 1].seed))
+                continue;
+            size_t l = strlen(lines[i].text);
+            memcpy(all + len, lines[i].text, l);
+            len += l;
         }
-        lines[n] = (replay_line){seed, n, 0, strdup(buf)};
-        total += (size_t)got;
-        n++;
+        char err[512];
+        if (all && replay_write_atomic(path, all, len, err, sizeof err))
+            cli_error("%s", err);
+        free(all);
     }
-    qsort(lines, n, sizeof *lines, replay_line_cmp);
-    char *all = malloc(total + 1);
-    size_t len = 0;
-    for (size_t i = 0; all && i < n; i++) {
-        if (!lines[i].text || (i && lines[i].seed == lines[i - 1].seed))
-            continue;
-        size_t l = strlen(lines[i].text);
-        memcpy(all + len, lines[i].text, l);
-        len += l;
-    }
-    char err[512];
-    if (all && replay_write_atomic(path, all, len, err, sizeof err))
-        cli_error("%s", err);
-    free(all);
-out:
     for (size_t i = 0; i < n; i++)
         free(lines[i].text);
     free(lines);
-    free(buf);
     fclose(f);
 }
 

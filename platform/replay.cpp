@@ -83,16 +83,14 @@ void weft_platform::reschedule_parallel_locked()
     pct_tid allowed[64];
     size_t n = pct_policy_next(policy, allowed, 64);
     uint32_t cnt = count.load();
-    std::vector<char> allow(cnt, 0);
-    for (size_t i = 0; i < n; i++)
-        if (allowed[i] < cnt)
-            allow[allowed[i]] = 1;
     for (uint32_t q = 0; q < cnt; q++) {
+        // No allocation here: this runs at every step, under the mutex.
+        bool allow = std::find(allowed, allowed + n, pct_tid(q)) != allowed + n;
         Slot &s = slots[q];
         int st = s.state.load();
-        if (s.token.load() && !allow[q] && st != FUTEX_ENTERING && st != EXITING) {
+        if (s.token.load() && !allow && st != FUTEX_ENTERING && st != EXITING) {
             s.token.store(0);
-        } else if (!s.token.load() && allow[q]) {
+        } else if (!s.token.load() && allow) {
             pct_thread_info info;
             bool low = pct_policy_thread_info(policy, q, &info) == 0 && info.in_low_set;
             handoffs++;
@@ -187,18 +185,26 @@ struct WaitingMark {
 // (to settle it) or, failing that, the others in turn; -1 if none.
 int weft_platform::stuck_token_holder(int pe)
 {
+    // No allocation: a waiter holding the allocator's lock could itself put
+    // a holder to sleep and make it look parked in qemu.
     static std::atomic<unsigned> turn{0};
     uint32_t cnt = count.load();
-    std::vector<int> held;
+    unsigned held = 0;
     for (uint32_t q = 0; q < cnt; q++) {
         if (int(q) == pe || !slots[q].token.load())
             continue;
         int st = slots[q].state.load();
         if (st == FUTEX_ENTERING || st == EXITING)
             return int(q);
-        held.push_back(int(q));
+        held++;
     }
-    return held.empty() ? -1 : held[turn++ % held.size()];
+    if (!held)
+        return -1;
+    unsigned k = turn++ % held;
+    for (uint32_t q = 0; q < cnt; q++)
+        if (int(q) != pe && slots[q].token.load() && k-- == 0)
+            return int(q);
+    return -1;
 }
 
 weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
