@@ -39,6 +39,11 @@ typedef struct guest_run {
     const char *sysroot;     /* qemu -L, or NULL */
     const char *plugin_args; /* comma-separated key=value for the tracer, or NULL for plain qemu */
     unsigned timeout_s;
+    /* trace_run_guest: an exact-mode run (no quantum, policy or injection)
+     * that may be speculated (see run_spec.c). */
+    int speculate;
+    /* Files for the guest's stdout and stderr instead of weft's, or NULL. */
+    const char *capture_out, *capture_err;
 } guest_run;
 
 typedef enum guest_end {
@@ -50,10 +55,14 @@ typedef enum guest_end {
 
 typedef struct guest_result {
     guest_end end;
-    int status; /* exit code, or signal number */
-    double wall_s;
-    int pid;    /* qemu's process id (the tracer names its temporary files by it) */
-    int finish; /* trace_run_guest: SIGINT/SIGTERM that came after the guest ended, or 0 */
+    int status;          /* exit code, or signal number */
+    double wall_s;       /* all attempts together */
+    int attempts;        /* runs of the guest (exact-mode speculation) */
+    size_t gates_learnt; /* pcs the speculation found needed gates */
+    int unspeculated;    /* speculation was asked for but the streams ruled it out */
+    int fully_gated;     /* the speculation gave up: the last run gated every access */
+    int pid;             /* qemu's process id (the tracer names its temporary files by it) */
+    int finish;          /* trace_run_guest: SIGINT/SIGTERM that came after the guest ended, or 0 */
 } guest_result;
 
 /* Check that the binary exists and is an AArch64 ELF executable that qemu
@@ -77,6 +86,13 @@ int trace_run_and_report(const guest_run *run, const char *trace_path, int quiet
  * Returns 0, or -1 after printing one line (no readable trace). */
 int trace_run_guest(const guest_run *run, const char *trace_path, guest_result *r,
                     uint32_t *final_flags);
+/* One run of qemu for trace_run_guest (no speculation). */
+int trace_run_once(const guest_run *run, const char *trace_path, guest_result *r,
+                   uint32_t *final_flags);
+/* trace_run_guest's exact mode by speculation: run with few gates, let the
+ * tracer check the order, run again gating what it blamed (run_spec.c). */
+int trace_run_speculative(const guest_run *run, const char *trace_path, guest_result *r,
+                          uint32_t *final_flags);
 /* One paragraph about a trace: threads, events, makespan, size. */
 void trace_print_summary(const char *path, double wall_s);
 /* weft trace's exit status for a run's outcome. */

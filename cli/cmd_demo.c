@@ -25,8 +25,9 @@
 #endif
 
 #define DEMO_DEFAULT_FIXTURE "lost_update"
-#define DEMO_HUNG_RUNS 4  /* replay runs per policy when the traced run never ended */
-#define DEMO_MAX_PAIRS 16 /* pairs in the exact plan */
+#define DEMO_HUNG_RUNS 4       /* replay runs per policy when the traced run never ended */
+#define DEMO_MAX_PAIRS 16      /* pairs in the exact plan */
+#define DEMO_MAX_EVENTS 250000 /* the traced run records about this many at most */
 
 typedef struct demo_opts {
     const char *dir, *sysroot;
@@ -481,6 +482,9 @@ int cmd_demo(int argc, char **argv)
     demo_cmd_add(&c, "weft"), demo_cmd_add(&c, "trace"), demo_cmd_add(&c, "--mode");
     demo_cmd_add(&c, "exact"), demo_cmd_add(&c, "--timeout");
     demo_cmd_addf(&c, "%" PRIu64, o.timeout);
+    /* A program that spins records tens of millions of events a second; the
+     * steps below (timeline, search) are for a readable amount. */
+    demo_cmd_add(&c, "--max-events"), demo_cmd_addf(&c, "%d", DEMO_MAX_EVENTS);
     demo_cmd_add(&c, "-o"), demo_cmd_add(&c, trace);
     add_guest(&c, &o);
     int tst = demo_step(&ctx, "trace", &c, DEMO_PROGRESS_TIME, NULL, 0, log, sizeof log);

@@ -26,11 +26,17 @@ static void trace_usage(FILE *out)
             "      --cpi N            cycles per instruction (default 1)\n"
             "      --ps-per-cycle N   picoseconds per cycle (default 1000: 1 cycle = 1 ns)\n"
             "      --quantum N        exact mode: cycles a PE may run between gates (default 0)\n"
+            "      --no-speculate     exact mode: gate every shared access in one run instead\n"
+            "                         of gating what a checked run shows needs it (the trace\n"
+            "                         is the same; speculation may run the program up to 4\n"
+            "                         times and shows its output once)\n"
             "  -f, --filter F         nonstack (default): drop each thread's own stack;\n"
             "                         all; range:LO-HI (hex, repeatable); var:NAME (a global)\n"
             "      --sysroot DIR      AArch64 root filesystem for a dynamically linked PROGRAM\n"
             "  -t, --timeout S        kill the guest after S seconds of wall time (default 600)\n"
             "      --max-threads N    PE pool size (default 512)\n"
+            "      --max-events N     stop recording after about N events (the guest runs\n"
+            "                         on; the trace is marked truncated; default: no limit)\n"
             "  -q, --quiet            print only errors\n"
             "  -h, --help             this help\n\n"
             "Exit status: the guest's exit code, 128+N if it died of signal N, 124 if it\n"
@@ -43,6 +49,7 @@ typedef struct trace_opts {
     size_t len;
     unsigned timeout;
     int quiet;
+    int exact, quantum, no_speculate;
 } trace_opts;
 
 static int add_arg(trace_opts *o, const char *fmt, const char *val)
@@ -142,10 +149,12 @@ int cmd_trace(int argc, char **argv)
                                          {"cpi", required_argument, 0, 'c'},
                                          {"ps-per-cycle", required_argument, 0, 'p'},
                                          {"quantum", required_argument, 0, 'Q'},
+                                         {"no-speculate", no_argument, 0, 'N'},
                                          {"filter", required_argument, 0, 'f'},
                                          {"sysroot", required_argument, 0, 'S'},
                                          {"timeout", required_argument, 0, 't'},
                                          {"max-threads", required_argument, 0, 'M'},
+                                         {"max-events", required_argument, 0, 'E'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
@@ -166,6 +175,10 @@ int cmd_trace(int argc, char **argv)
             }
             if (add_arg(&o, "mode=%s", optarg))
                 return WEFT_EXIT_USAGE;
+            o.exact = !strcmp(optarg, "exact");
+            break;
+        case 'N':
+            o.no_speculate = 1;
             break;
         case 'c':
             if (cli_parse_u64("--cpi", optarg, 1, 1000000, &x) || add_arg(&o, "cpi=%s", optarg))
@@ -180,10 +193,16 @@ int cmd_trace(int argc, char **argv)
             if (cli_parse_u64("--quantum", optarg, 0, UINT32_MAX, &x) ||
                 add_arg(&o, "quantum=%s", optarg))
                 return WEFT_EXIT_USAGE;
+            o.quantum = x > 0;
             break;
         case 'M':
             if (cli_parse_u64("--max-threads", optarg, 1, 65536, &x) ||
                 add_arg(&o, "maxpes=%s", optarg))
+                return WEFT_EXIT_USAGE;
+            break;
+        case 'E':
+            if (cli_parse_u64("--max-events", optarg, 1, UINT64_MAX, &x) ||
+                add_arg(&o, "maxev=%s", optarg))
                 return WEFT_EXIT_USAGE;
             break;
         case 't':
@@ -232,7 +251,8 @@ int cmd_trace(int argc, char **argv)
                      .argv = argv + optind,
                      .argc = argc - optind,
                      .sysroot = o.sysroot,
-                     .timeout_s = o.timeout};
+                     .timeout_s = o.timeout,
+                     .speculate = o.exact && !o.quantum && !o.no_speculate};
     if (guest_check_binary(run.binary, run.sysroot) || check_output(o.out))
         return WEFT_EXIT_FAIL;
     for (int i = 0; i < nvars; i++)

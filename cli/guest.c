@@ -180,6 +180,20 @@ static char **guest_environment(void)
     return env;
 }
 
+/* In the forked child: the guest's stream `fd` goes to `path` instead. */
+static int capture(const char *path, int fd)
+{
+    if (!path)
+        return 0;
+    int f = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (f < 0 || dup2(f, fd) < 0) {
+        fprintf(stderr, "weft: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    close(f);
+    return 0;
+}
+
 int guest_run_qemu(const guest_run *run, guest_result *res)
 {
     char *args[run->argc + 8];
@@ -231,6 +245,8 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
             _exit(127);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        if (capture(run->capture_out, STDOUT_FILENO) || capture(run->capture_err, STDERR_FILENO))
+            _exit(127);
         execvpe(args[0], args, env);
         fprintf(stderr, "weft: cannot run %s: %s\n", args[0], strerror(errno));
         _exit(127);

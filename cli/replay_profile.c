@@ -202,6 +202,8 @@ static int profile_run(const replay_config *c, const char *args, const char *tra
     guest_run run = c->run;
     run.plugin_args = args;
     run.timeout_s = c->timeout;
+    /* The shared-points profile is a plain exact trace; the policy's is not. */
+    run.speculate = !strncmp(args, "mode=exact,", 11) && !strstr(args, "sched=");
     fflush(stdout);
     fflush(stderr);
     int so = dup(1), se = dup(2);
@@ -230,6 +232,7 @@ static int profile_run(const replay_config *c, const char *args, const char *tra
         cli_error("profiling run timed out after %u s: cannot learn k; give --steps and --threads "
                   "or a longer --timeout",
                   c->timeout);
+        unlink(trace); /* of no use, and a spinning guest makes it gigabytes */
         return -1;
     }
     unlink(out);

@@ -106,6 +106,14 @@ static void on_finish_signal(int sig)
 int trace_run_guest(const guest_run *run, const char *trace_path, guest_result *r,
                     uint32_t *final_flags)
 {
+    if (run->speculate)
+        return trace_run_speculative(run, trace_path, r, final_flags);
+    return trace_run_once(run, trace_path, r, final_flags);
+}
+
+int trace_run_once(const guest_run *run, const char *trace_path, guest_result *r,
+                   uint32_t *final_flags)
+{
     /* SIGINT/SIGTERM after qemu has ended would otherwise kill weft in the
      * middle of the salvage and lose the trace: they are held until the trace
      * is whole, then reported as an interruption. (guest_run_qemu has its own
@@ -120,6 +128,10 @@ int trace_run_guest(const guest_run *run, const char *trace_path, guest_result *
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     r->finish = 0;
+    r->attempts = 1;
+    r->gates_learnt = 0;
+    r->unspeculated = 0;
+    r->fully_gated = 0;
     if (rc == 0 && r->end != GUEST_INTERRUPTED && finish_signal) {
         r->finish = (int)finish_signal;
         r->end = GUEST_INTERRUPTED;
@@ -136,6 +148,14 @@ int trace_run_and_report(const guest_run *run, const char *trace_path, int quiet
         return WEFT_EXIT_FAIL;
     if (!quiet) {
         describe_end(&r, final_flags);
+        if (run->speculate && r.unspeculated)
+            printf("weft: exact mode gated every access: stdin, stdout or stderr is a terminal, "
+                   "pipe or socket (files or /dev/null let it speculate)\n");
+        else if (run->speculate && r.attempts > 1 && r.fully_gated)
+            printf("weft: exact mode: %d runs, the last gating every access\n", r.attempts);
+        else if (run->speculate && r.attempts > 1)
+            printf("weft: exact mode: %d runs; %zu instructions were found to need a gate\n",
+                   r.attempts, r.gates_learnt);
         trace_print_summary(trace_path, r.wall_s);
     }
     return trace_exit_status(&r, final_flags);

@@ -123,7 +123,7 @@ int weft_platform::blocker(int pe, uint64_t t)
     return -1;
 }
 
-int weft_platform::futex_wake_locked(uint64_t uaddr, int n, uint64_t cycles)
+int weft_platform::futex_wake_locked(int waker, uint64_t uaddr, int n, uint64_t cycles)
 {
     std::vector<int> waiters;
     uint32_t cnt = count.load();
@@ -141,6 +141,7 @@ int weft_platform::futex_wake_locked(uint64_t uaddr, int n, uint64_t cycles)
         Slot &s = slots[q];
         s.woken = true;
         s.woken_at = cycles;
+        s.waker = waker;
         s.bound.store(std::max(s.wait_at, cycles));
         policy_state_changed_locked(q, RUNNING);
         woke++;
@@ -234,7 +235,7 @@ void weft_platform_thread_exit(weft_platform *p, int pe, uint64_t cycles)
     s.bound.store(cycles);
     p->policy_state_changed_locked(pe, EXITING);
     if (s.clear_tid)
-        p->futex_wake_locked(s.clear_tid, INT_MAX, cycles);
+        p->futex_wake_locked(pe, s.clear_tid, INT_MAX, cycles);
 }
 
 uint64_t weft_platform_thread_begin(weft_platform *p, int pe)
@@ -264,6 +265,11 @@ uint64_t weft_platform_thread_tid(weft_platform *p, int pe)
     return p->slots[pe].tid;
 }
 
+uint64_t weft_platform_thread_clear_tid(weft_platform *p, int pe)
+{
+    return p->slots[pe].clear_tid;
+}
+
 int weft_platform_thread_parent(weft_platform *p, int pe)
 {
     return p->slots[pe].parent;
@@ -277,6 +283,7 @@ void weft_platform_futex_wait_enter(weft_platform *p, int pe, uint64_t uaddr, ui
     s.futex = uaddr;
     s.wait_at = cycles;
     s.woken = false;
+    s.waker = -1;
     s.host_tid = host_tid;
     s.block_seq = ++p->block_seq;
     s.bound.store(cycles);
@@ -290,6 +297,8 @@ uint64_t weft_platform_futex_wait_return(weft_platform *p, int pe, uint64_t cycl
         std::lock_guard<std::mutex> g(p->mu);
         Slot &s = p->slots[pe];
         resume = s.woken ? std::max(cycles, s.woken_at) : cycles;
+        if (!s.woken)
+            s.waker = -1;
         s.woken = false;
         s.futex = 0;
         s.bound.store(resume);
@@ -301,9 +310,16 @@ uint64_t weft_platform_futex_wait_return(weft_platform *p, int pe, uint64_t cycl
 
 int weft_platform_futex_wake(weft_platform *p, int pe, uint64_t uaddr, int n, uint64_t cycles)
 {
-    (void)pe;
     std::lock_guard<std::mutex> g(p->mu);
-    return p->futex_wake_locked(uaddr, n, cycles);
+    return p->futex_wake_locked(pe, uaddr, n, cycles);
+}
+
+int weft_platform_woken_by(weft_platform *p, int pe, uint64_t *cycles)
+{
+    std::lock_guard<std::mutex> g(p->mu);
+    Slot &s = p->slots[pe];
+    *cycles = s.woken_at;
+    return s.waker;
 }
 
 void weft_platform_publish(weft_platform *p, int pe, uint64_t cycles)

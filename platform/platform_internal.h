@@ -35,6 +35,7 @@ struct Slot {
     int host_tid = 0;
     uint64_t futex = 0, wait_at = 0, woken_at = 0, block_seq = 0;
     bool woken = false;
+    int waker = -1; // PE whose wake ended the last wait in the model, or -1
     std::atomic<uint64_t> last_probe_ns{0};
     // Replay: the arbiter lets this PE run, resuming at `grant_at` cycles.
     std::atomic<uint32_t> granted{0};
@@ -84,7 +85,7 @@ struct weft_platform {
         return st == weft::RUNNING || st == weft::FUTEX_ENTERING || st == weft::EXITING;
     }
     int blocker(int pe, uint64_t t);
-    int futex_wake_locked(uint64_t uaddr, int n, uint64_t cycles);
+    int futex_wake_locked(int waker, uint64_t uaddr, int n, uint64_t cycles);
 
     // replay.cpp
     bool replaying() const

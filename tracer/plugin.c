@@ -33,6 +33,7 @@ typedef struct insn_info {
 #define INSN_ATOMIC 0x1u  /* exclusive, acquire/release, LSE or CAS: always a gate */
 #define INSN_RMW 0x2u     /* LSE atomic or CAS: one read-modify-write event */
 #define INSN_SP_BASE 0x4u /* addressed from SP: the thread's own stack */
+#define INSN_GATED 0x8u   /* has a gate */
 
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -95,6 +96,11 @@ void plugin_flush(vcpu_state *v)
 {
     if (v->nbuf == 0 || v->pe < 0)
         return;
+    /* Counted per buffer, not per event: the limit is approximate (by up to
+     * a buffer per thread) so that recording stays free of shared writes. */
+    if (g_plugin.cfg.max_events &&
+        atomic_fetch_add(&g_plugin.flushed, v->nbuf) + v->nbuf >= g_plugin.cfg.max_events)
+        atomic_store(&g_plugin.capped, 1);
     if (tracing_here() && g_plugin.writer && !atomic_load(&g_plugin.finished)) {
         weft_platform_busy(g_plugin.platform, v->pe, 1); /* may sleep on the writer's lock */
         if (weft_trace_writer_append(g_plugin.writer, (uint32_t)v->pe, v->buf, v->nbuf) != 0)
@@ -107,7 +113,9 @@ void plugin_flush(vcpu_state *v)
 void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
                    uint8_t size, uint16_t flags)
 {
-    if (v->pe < 0 || cycles > atomic_load_explicit(&g_plugin.exit_cycles, memory_order_relaxed))
+    if (v->pe < 0 || cycles > atomic_load_explicit(&g_plugin.exit_cycles, memory_order_relaxed) ||
+        atomic_load_explicit(&g_plugin.spec.invalid, memory_order_relaxed) ||
+        atomic_load_explicit(&g_plugin.capped, memory_order_relaxed))
         return;
     if (!v->begun && kind != WEFT_EV_THREAD_START)
         plugin_begin_thread(v, 0); /* an event before its first turn: it started unordered */
@@ -190,8 +198,9 @@ static void insn_gate_bound(vcpu_state *v, const insn_info *ii)
         cycles < v->last_gate + g_plugin.cfg.settings.quantum)
         return;
     uint64_t resume;
-    weft_platform_gate(g_plugin.platform, v->pe, cycles, ii->pc,
-                       atomic ? WEFT_SYNC_ATOMIC : WEFT_SYNC_ACCESS, &resume);
+    if (weft_platform_gate(g_plugin.platform, v->pe, cycles, ii->pc,
+                           atomic ? WEFT_SYNC_ATOMIC : WEFT_SYNC_ACCESS, &resume) == WEFT_GATE_OK)
+        plugin_synced(v, resume);
     v->offset += resume - cycles; /* held back by a replay policy */
     v->last_gate = resume;
 }
@@ -233,11 +242,18 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
         if (v->pe == 0 && v->stack_hi == 0) {
             v->stack_lo = vaddr > (8u << 20) ? vaddr - (8u << 20) : 0;
             v->stack_hi = vaddr + (1u << 20);
+            spec_thread_stack(0, v->stack_lo, v->stack_hi);
         }
         flags |= WEFT_EVF_STACK;
     } else if (vaddr >= v->stack_lo && vaddr < v->stack_hi) {
         flags |= WEFT_EVF_STACK;
     }
+    int store = qemu_plugin_mem_is_store(info);
+    uint8_t size = (uint8_t)(1u << qemu_plugin_mem_size_shift(info));
+    /* Before the filter: ordering concerns every access, recorded or not. */
+    if (g_plugin.spec.on && !(ii->flags & INSN_SP_BASE))
+        spec_on_access(v, ii->pc, (ii->flags & INSN_GATED) != 0, vaddr, size,
+                       store || (ii->flags & INSN_RMW), vcpu_cycles_at(v, v->tb_base + ii->index));
     switch (g_plugin.cfg.settings.filter) {
     case WEFT_FILTER_NONSTACK:
         if (flags & WEFT_EVF_STACK)
@@ -255,20 +271,19 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
         kind = WEFT_EV_RMW;
         flags |= WEFT_EVF_ATOMIC;
     } else {
-        kind = qemu_plugin_mem_is_store(info) ? WEFT_EV_WRITE : WEFT_EV_READ;
+        kind = store ? WEFT_EV_WRITE : WEFT_EV_READ;
         if (ii->flags & INSN_ATOMIC)
             flags |= WEFT_EVF_EXCLUSIVE;
     }
-    uint8_t size = (uint8_t)(1u << qemu_plugin_mem_size_shift(info));
     plugin_record(v, kind, vcpu_cycles_at(v, v->tb_base + ii->index), vaddr, ii->pc, size, flags);
 }
 
-/* Is a plain (non-stack) access at pc a gate? In exact tracing, every one;
- * in a replay, as --points says. */
+/* Is a plain (non-stack) access at pc a gate? In exact tracing, every one,
+ * or when speculating those learnt so far; in a replay, as --points says. */
 static int point_at(int exact, uint64_t pc)
 {
     if (!g_plugin.sched.policy)
-        return exact;
+        return exact && (!g_plugin.spec.on || spec_gated(pc));
     switch (g_plugin.sched.points) {
     case POINTS_ALL:
         return 1;
@@ -305,8 +320,10 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             ii->flags |= INSN_RMW;
         if (((w >> 5) & 31u) == 31u)
             ii->flags |= INSN_SP_BASE;
-        if ((ii->flags & INSN_ATOMIC) || (!(ii->flags & INSN_SP_BASE) && point_at(exact, ii->pc)))
+        if ((ii->flags & INSN_ATOMIC) || (!(ii->flags & INSN_SP_BASE) && point_at(exact, ii->pc))) {
+            ii->flags |= INSN_GATED;
             qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_gate, QEMU_PLUGIN_CB_NO_REGS, ii);
+        }
         qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS,
                                          QEMU_PLUGIN_MEM_RW, ii);
     }
@@ -343,6 +360,8 @@ void plugin_finish(uint32_t extra_flags)
     weft_trace_thread *tt = calloc(n ? n : 1, sizeof *tt);
     weft_trace_summary sum = {0};
     sum.flags = WEFT_TRACE_COMPLETE | extra_flags;
+    if (atomic_load(&g_plugin.capped))
+        sum.flags |= WEFT_TRACE_TRUNCATED;
     sum.exit_status = atomic_load(&g_plugin.exit_code);
     if (!atomic_load(&g_plugin.exit_group_seen) && !(extra_flags & WEFT_TRACE_DEADLOCK))
         sum.flags |= WEFT_TRACE_CRASHED; /* qemu exits without exit_group only on a fatal signal */
@@ -365,6 +384,7 @@ void plugin_finish(uint32_t extra_flags)
     }
     sched_write_record();
     inject_write_report(g_plugin.cfg.injected);
+    spec_finish();
     char err[512];
     if (weft_trace_writer_finish(g_plugin.writer, &sum, err, sizeof err) != 0)
         fprintf(stderr, "weft: %s\n", err);
@@ -470,11 +490,13 @@ static int parse_args(int argc, char **argv)
             c->stall_ms = (uint32_t)x;
         else if (!strcmp(k, "argi") && num)
             c->argi = (int)x;
+        else if (!strcmp(k, "maxev") && num)
+            c->max_events = x;
         else if (!strcmp(k, "inject"))
             c->inject = val;
         else if (!strcmp(k, "injected"))
             c->injected = val;
-        else if (sched_parse_arg(k, val) == 1)
+        else if (sched_parse_arg(k, val) == 1 || spec_parse_arg(k, val) == 1)
             ;
         else {
             fprintf(stderr, "weft-tracer: bad plugin argument '%s=%s'\n", k, val);
@@ -550,7 +572,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         fprintf(stderr, "weft-tracer: %s\n", err);
         return -1;
     }
-    if (sched_setup(err, sizeof err) != 0) {
+    if (sched_setup(err, sizeof err) != 0 || spec_setup(err, sizeof err) != 0) {
         fprintf(stderr, "weft-tracer: %s\n", err);
         return -1;
     }

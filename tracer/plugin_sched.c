@@ -69,16 +69,16 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* One hex pc per line: the instructions that touched shared data in a
- * profiling trace (`weft replay --points shared` writes it). */
-static int load_pcs(const char *path, char *err, size_t errlen)
+/* One hex pc per line (`weft replay --points shared` writes the instructions
+ * that touched shared data in a profiling trace; exact mode's speculation
+ * the ones that need a gate). */
+int plugin_load_pcs(const char *path, uint64_t **pcs, size_t *npcs, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    sched_state *s = &g_plugin.sched;
     size_t cap = 0;
     char line[64];
     while (fgets(line, sizeof line, f)) {
@@ -86,27 +86,31 @@ static int load_pcs(const char *path, char *err, size_t errlen)
         uint64_t pc = strtoull(line, &end, 16);
         if (end == line)
             continue;
-        if (s->npcs == cap) {
+        if (*npcs == cap) {
             cap = cap ? cap * 2 : 256;
-            uint64_t *n = realloc(s->pcs, cap * sizeof *n);
+            uint64_t *n = realloc(*pcs, cap * sizeof *n);
             if (!n) {
                 fclose(f);
                 snprintf(err, errlen, "%s: out of memory", path);
                 return -1;
             }
-            s->pcs = n;
+            *pcs = n;
         }
-        s->pcs[s->npcs++] = pc;
+        (*pcs)[(*npcs)++] = pc;
     }
     fclose(f);
-    qsort(s->pcs, s->npcs, sizeof *s->pcs, cmp_u64);
+    qsort(*pcs, *npcs, sizeof **pcs, cmp_u64);
     return 0;
+}
+
+int plugin_pcs_contain(const uint64_t *pcs, size_t npcs, uint64_t pc)
+{
+    return npcs && bsearch(&pc, pcs, npcs, sizeof pc, cmp_u64) != NULL;
 }
 
 int sched_is_point_pc(uint64_t pc)
 {
-    const sched_state *s = &g_plugin.sched;
-    return s->npcs && bsearch(&pc, s->pcs, s->npcs, sizeof pc, cmp_u64) != NULL;
+    return plugin_pcs_contain(g_plugin.sched.pcs, g_plugin.sched.npcs, pc);
 }
 
 int sched_setup(char *err, size_t errlen)
@@ -114,7 +118,7 @@ int sched_setup(char *err, size_t errlen)
     sched_state *s = &g_plugin.sched;
     if (!s->requested)
         return 0;
-    if (s->points == POINTS_PCS && load_pcs(s->pcs_path, err, errlen))
+    if (s->points == POINTS_PCS && plugin_load_pcs(s->pcs_path, &s->pcs, &s->npcs, err, errlen))
         return -1;
     s->policy = pct_policy_create(&s->cfg, err, errlen);
     if (!s->policy)

@@ -14,6 +14,8 @@
 #include "weft/platform.h"
 #include "weft/trace.h"
 
+#include "spec_shadow.h"
+
 #define PLUGIN_MAX_VCPUS 4096
 #define PLUGIN_BUF_EVENTS 4096
 
@@ -27,6 +29,11 @@ typedef struct vcpu_state {
     uint64_t offset;             /* cycles added by blocking and injected delays */
     uint64_t last_gate;          /* cycles of the last gate passed (exact-mode quantum) */
     uint64_t stack_lo, stack_hi; /* this thread's stack, [lo, hi) */
+    /* Speculation: every other thread's access below (sync_t, sync_pe) in the
+     * arbiter's order has executed (sync_pe -1: none known). */
+    uint64_t sync_t;
+    int32_t sync_pe;
+    spec_cursor spec_cur;
     /* syscall in flight */
     int64_t sys_num;
     uint64_t sys_args[6];
@@ -46,7 +53,9 @@ typedef struct thread_record {
     int exit_code;
     uint64_t delays;             /* DELAY events recorded (injections applied) */
     uint64_t stack_lo, stack_hi; /* from the mmap holding clone's newsp */
-    atomic_int ready;            /* the parent has filled in the stack */
+    atomic_int ready;            /* the parent has filled in the stack and sync key */
+    uint64_t sync_t;             /* the creator's sync key at clone: the child's first */
+    int32_t sync_pe;
 } thread_record;
 
 typedef struct plugin_config {
@@ -57,6 +66,7 @@ typedef struct plugin_config {
     int argi;             /* index of the guest binary in /proc/self/cmdline */
     const char *inject;   /* delays to inject ("thread seq pc delay_cycles" lines) */
     const char *injected; /* JSON report of what was injected */
+    uint64_t max_events;  /* stop recording after about this many events (0: no limit) */
 } plugin_config;
 
 /* Replays: which plain accesses are schedule points. */
@@ -74,9 +84,42 @@ typedef struct sched_state {
     const char *record_path; /* JSON record of the policy's run */
 } sched_state;
 
+/* Exact mode by speculation (plugin_spec.c): only atomics, syscalls and the
+ * pcs in `gates` are gated; a shadow checks that every conflicting pair
+ * still ran in virtual-time order and blames the pcs that need a gate. */
+typedef struct spec_stack {
+    uint64_t lo, hi;
+    int pe;
+    int32_t exit_pe; /* -1 while the owner lives; then its exit key (exit_t, pe) */
+    uint64_t exit_t;
+} spec_stack;
+
+typedef struct spec_stacks {
+    size_t n;
+    spec_stack v[];
+} spec_stacks;
+
+typedef struct spec_state {
+    int on;
+    const char *learn_path; /* blamed pcs are appended here, one per line */
+    const char *gates_path; /* pcs to gate, one per line (hex) */
+    int learn_fd;
+    uint64_t *gates; /* sorted */
+    size_t ngates;
+    spec_shadow *shadow;
+    pthread_mutex_t lock; /* blamed[], learn_fd, stacks updates */
+    uint64_t *blamed;
+    size_t nblamed, blamed_cap;
+    _Atomic(spec_stacks *) stacks; /* thread stacks, sorted by lo; replaced, never edited */
+    atomic_ulong unordered;        /* blames on gated pcs: ordering holes gating cannot close */
+    atomic_int abandoned;          /* the shadow ran out of memory: the run is not checked */
+    atomic_int invalid; /* a pc was blamed: this trace will be discarded, record no more */
+} spec_state;
+
 typedef struct plugin {
     plugin_config cfg;
     sched_state sched;
+    spec_state spec;
     weft_platform *platform;
     weft_trace_writer *writer;
     pid_t owner_pid; /* a forked guest child must not touch the trace */
@@ -99,6 +142,8 @@ typedef struct plugin {
      * is the parent's PE, or -1 once the parent runs its next block. */
     atomic_int tb_flush_pending;
     atomic_ulong write_errors;
+    _Atomic uint64_t flushed; /* events handed to the writer, counted for max_events */
+    atomic_int capped;        /* max_events reached: record no more, flag the trace truncated */
     /* mmap'd regions, to find a new thread's stack from clone's newsp */
     pthread_mutex_t maps_lock;
     uint64_t *map_lo, *map_hi;
@@ -132,10 +177,35 @@ void plugin_finish(uint32_t extra_flags);
 int plugin_parse_u64(const char *s, uint64_t *out);
 
 /* plugin_sched.c */
+/* Sorted pcs from a file of hex pcs, one per line; -1 + err if unreadable. */
+int plugin_load_pcs(const char *path, uint64_t **pcs, size_t *npcs, char *err, size_t errlen);
+int plugin_pcs_contain(const uint64_t *pcs, size_t npcs, uint64_t pc);
 int sched_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours, -1 bad */
 int sched_setup(char *err, size_t errlen);
 int sched_is_point_pc(uint64_t pc);
 void sched_write_record(void);
+
+/* plugin_spec.c */
+int spec_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours */
+int spec_setup(char *err, size_t errlen);
+int spec_gated(uint64_t pc);
+void spec_on_access(vcpu_state *v, uint64_t pc, int gated, uint64_t addr, unsigned size, int write,
+                    uint64_t cycles);
+void spec_thread_stack(int pe, uint64_t lo, uint64_t hi);
+void spec_thread_exited(int pe, uint64_t cycles);
+/* The pc of the kernel's own accesses (futex compare, tid clear): gated by
+ * their syscall; no instruction lives at page 0. */
+#define SPEC_KERNEL_PC 0x4u
+/* The run cannot be checked: weft will gate everything in the next one. */
+void spec_abandon(const char *why);
+void spec_finish(void);
+
+/* A gate the PE passed in order at `cycles`: its new sync key. */
+static inline void plugin_synced(vcpu_state *v, uint64_t cycles)
+{
+    v->sync_t = cycles;
+    v->sync_pe = v->pe;
+}
 
 /* plugin_inject.c */
 int inject_load(const char *path, uint32_t max_pes, char *err, size_t errlen);

@@ -129,6 +129,9 @@ static void futex_entry(vcpu_state *v, uint64_t pc)
     switch (cmd) {
     case FUTEX_WAIT:
     case FUTEX_WAIT_BITSET:
+        /* The kernel compares the word: a read, ordered by the syscall's gate. */
+        if (g_plugin.spec.on)
+            spec_on_access(v, SPEC_KERNEL_PC, 1, uaddr, 4, 0, v->sys_cycles);
         plugin_record(v, WEFT_EV_FUTEX_WAIT, v->sys_cycles, uaddr, pc, 0, 0);
         plugin_flush(v); /* a deadlock report needs this event on disk */
         weft_platform_futex_wait_enter(p, v->pe, uaddr, v->sys_cycles, (int)gettid());
@@ -167,13 +170,20 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
     v->sys_cycles = vcpu_cycles_at(v, v->insns ? v->insns - 1 : 0);
     weft_platform *p = g_plugin.platform;
     uint64_t resume;
-    weft_platform_gate(p, v->pe, v->sys_cycles, (uint64_t)num, WEFT_SYNC_SYSCALL, &resume);
+    if (weft_platform_gate(p, v->pe, v->sys_cycles, (uint64_t)num, WEFT_SYNC_SYSCALL, &resume) ==
+        WEFT_GATE_OK)
+        plugin_synced(v, resume);
     v->offset += resume - v->sys_cycles; /* held back by a replay policy */
     v->sys_cycles = resume;
     /* fork (a clone of the process, not a thread): qemu copies itself inside
      * an exclusive section, which waits for every other vCPU. */
-    if (num == SYS_CLONE && !(a1 & CLONE_THREAD))
+    if (num == SYS_CLONE && !(a1 & CLONE_THREAD)) {
         weft_platform_forking(p, v->pe, 1);
+        /* The child gets memory as the host left it, with the ungated
+         * writes of threads ahead in virtual time. */
+        if (weft_platform_thread_count(p) > 1)
+            spec_abandon("fork while other threads run");
+    }
     thread_record *tr = &g_plugin.threads[v->pe];
     switch (num) {
     case SYS_FUTEX:
@@ -186,6 +196,11 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         tr->insns = v->insns;
         tr->end_cycles = v->sys_cycles;
         plugin_flush(v);
+        /* The kernel clears the CLONE_CHILD_CLEARTID word: a write. */
+        if (g_plugin.spec.on && weft_platform_thread_clear_tid(p, v->pe))
+            spec_on_access(v, SPEC_KERNEL_PC, 1, weft_platform_thread_clear_tid(p, v->pe), 4, 1,
+                           v->sys_cycles);
+        spec_thread_exited(v->pe, v->sys_cycles);
         weft_platform_thread_exit(p, v->pe, v->sys_cycles);
         v->pe = -1;
         break;
@@ -229,6 +244,12 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
     if (v->futex_waiting) {
         uint64_t resume = weft_platform_futex_wait_return(p, v->pe, v->sys_cycles);
         v->offset += resume - v->sys_cycles;
+        uint64_t woke_at;
+        int waker = weft_platform_woken_by(p, v->pe, &woke_at);
+        if (waker >= 0 && (woke_at > v->sync_t || (woke_at == v->sync_t && waker > v->sync_pe))) {
+            v->sync_t = woke_at; /* everything before the waker's wake had run */
+            v->sync_pe = waker;
+        }
         v->futex_waiting = 0;
     } else if (v->sys_released) {
         weft_platform_syscall_return(p, v->pe, v->sys_cycles);
@@ -244,8 +265,15 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
                     g_plugin.cfg.max_pes);
             return;
         }
-        stack_of(v->sys_args[1], &g_plugin.threads[child].stack_lo,
-                 &g_plugin.threads[child].stack_hi);
+        thread_record *ct = &g_plugin.threads[child];
+        stack_of(v->sys_args[1], &ct->stack_lo, &ct->stack_hi);
+        /* What SP can reach: below the initial SP. The thread descriptor and
+         * TLS above it are reached from other registers and are checked. */
+        spec_thread_stack(child, ct->stack_lo, v->sys_args[1]);
+        /* The child exists only from here on: what was ordered before the
+         * parent's clone was done before the child's first access. */
+        ct->sync_t = v->sync_t;
+        ct->sync_pe = v->sync_pe;
         if (child == 1)
             atomic_store(&g_plugin.tb_flush_pending, v->pe);
         atomic_store(&g_plugin.threads[child].ready, 1);

@@ -37,6 +37,9 @@ void plugin_bind_vcpu(vcpu_state *v)
     v->nbuf = 0;
     v->offset = weft_platform_thread_start(g_plugin.platform, pe);
     v->last_gate = 0;
+    v->sync_t = g_plugin.threads[pe].sync_t;
+    v->sync_pe = pe > 0 ? g_plugin.threads[pe].sync_pe : -1;
+    v->spec_cur = (spec_cursor){0};
     /* Children: the mapping clone's newsp points into. Main thread: learnt
      * from its first SP-based access. */
     v->stack_lo = g_plugin.threads[pe].stack_lo;

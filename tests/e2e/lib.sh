@@ -7,6 +7,9 @@ mkdir -p "$WEFT_TMP"
 # weft's own temporary folders (weft inject's runs) go there too, so that
 # leftovers.sh can tell the suite's processes from anyone else's.
 export TMPDIR="$WEFT_TMP"
+# The guest's stdin must not depend on how the suite was started: a terminal
+# or pipe rules out exact mode's speculation (and may be read).
+exec </dev/null
 work="$(mktemp -d "$WEFT_TMP/e2e.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 passed=0

@@ -73,4 +73,11 @@ done
 other="$(awk -F, 'NR > 1 && ($4 == "read" || $4 == "write") && $8 !~ /^counter/' "$work/v.csv" | wc -l)"
 mine="$(awk -F, 'NR > 1 && ($4 == "read" || $4 == "write") && $8 ~ /^counter/' "$work/v.csv" | wc -l)"
 check "--filter var:counter keeps only counter ($mine kept, $other others)" test "$other" = 0 -a "$mine" -ge 200
+# --max-events: recording stops after about N events (a buffer of 4096 per
+# thread may go over), the guest runs to its end, the trace says truncated.
+run_status st "$WEFT" trace --mode free --max-events 20000 -o "$work/m.wtr" -- "$WEFT_FIXTURES/parallel8" 400 >"$work/m.out"
+n="$("$WEFT" info "$work/m.wtr" | sed -n '1s/.*, \([0-9]*\) events).*/\1/p')"
+check "--max-events 20000: $n events recorded (of ~205000)" test "$n" -ge 20000 -a "$n" -le $((20000 + 8 * 4096))
+check "--max-events: guest ran to its end (status $st)" grep -q 'parallel8: 8 threads x 400 passes' "$work/m.out"
+check "--max-events: trace flagged truncated" grep -q 'TRUNCATED' "$work/m.out"
 finish

@@ -54,6 +54,8 @@ void weft_platform_thread_exit(weft_platform *p, int pe, uint64_t cycles);
 uint32_t weft_platform_thread_count(weft_platform *p);
 uint64_t weft_platform_thread_start(weft_platform *p, int pe);
 uint64_t weft_platform_thread_tid(weft_platform *p, int pe);
+/* The CLONE_CHILD_CLEARTID word the kernel clears at the thread's exit, or 0. */
+uint64_t weft_platform_thread_clear_tid(weft_platform *p, int pe);
 int weft_platform_thread_parent(weft_platform *p, int pe);
 
 /* ---- OS emulator: futexes ---------------------------------------------- */
@@ -69,6 +71,12 @@ uint64_t weft_platform_futex_wait_return(weft_platform *p, int pe, uint64_t cycl
 /* FUTEX_WAKE of up to n waiters on uaddr at `cycles`; returns how many the
  * model woke (FIFO, like the kernel's queue for equal priorities). */
 int weft_platform_futex_wake(weft_platform *p, int pe, uint64_t uaddr, int n, uint64_t cycles);
+
+/* After futex_wait_return: the PE whose FUTEX_WAKE ended the wait in the
+ * model, with the waker's cycles at that wake, or -1 if the model did not
+ * wake it. That waker had passed its syscall gate, so everything before
+ * (cycles, waker) in the arbiter's order had executed before the wait ended. */
+int weft_platform_woken_by(weft_platform *p, int pe, uint64_t *cycles);
 
 /* ---- arbiter ------------------------------------------------------------- */
 

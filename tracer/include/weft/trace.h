@@ -93,7 +93,7 @@ typedef struct weft_trace_thread {
 
 /* How the run ended. */
 #define WEFT_TRACE_COMPLETE 0x1u  /* the writer was finished normally */
-#define WEFT_TRACE_TRUNCATED 0x2u /* salvaged from a spool: the guest or qemu died mid-run */
+#define WEFT_TRACE_TRUNCATED 0x2u /* events end early: salvaged from a spool, or --max-events */
 #define WEFT_TRACE_CRASHED 0x4u   /* the guest was killed by a signal */
 #define WEFT_TRACE_TIMED_OUT 0x8u /* weft killed the guest at its time limit */
 #define WEFT_TRACE_DEADLOCK 0x10u /* no thread could advance while some were blocked */
