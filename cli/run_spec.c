@@ -13,7 +13,7 @@
  * A terminal, pipe or socket can be neither held nor replayed without
  * changing what the guest sees, so then there is one fully gated run. A
  * guest with side effects (files it writes) repeats them per attempt. */
-#include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,8 +24,15 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "weft/trace.h"
 
 #define SPEC_ATTEMPTS 4 /* the last one gates every access */
+
+/* Functions whose plain accesses are gated from the first run, because
+ * nearly every program would otherwise need a second: glibc's join reads
+ * the joined thread's tid, which the kernel clears at that thread's exit,
+ * and main often gets there first on the host. */
+static const char *const seeded_functions[] = {"__pthread_clockjoin_ex"};
 
 typedef struct spec_run {
     char dir[4096];
@@ -46,6 +53,29 @@ static stream_use stream_plan(int fd)
         return STREAM_FILE;
     /* /dev/null and the like; not a terminal, which is read interactively. */
     return S_ISCHR(st.st_mode) && !isatty(fd) ? STREAM_PASS : STREAM_NO;
+}
+
+/* ",gaterange=LO-HI" for each seeded function of a fixed-address (ET_EXEC)
+ * binary; others (PIE, shared libc) load elsewhere and get none. */
+static void seed_ranges(const char *binary, char *out, size_t len)
+{
+    out[0] = 0;
+    Elf64_Ehdr eh;
+    FILE *f = fopen(binary, "rb");
+    int fixed = f && fread(&eh, sizeof eh, 1, f) == 1 && eh.e_type == ET_EXEC;
+    if (f)
+        fclose(f);
+    char err[256];
+    weft_symbols *syms = fixed ? weft_symbols_open(binary, err, sizeof err) : NULL;
+    size_t n = 0;
+    for (size_t i = 0; syms && i < sizeof seeded_functions / sizeof *seeded_functions; i++) {
+        uint64_t addr, size;
+        if (weft_symbols_function(syms, seeded_functions[i], &addr, &size) == 0 && size && n < len)
+            n += (size_t)snprintf(out + n, len - n, ",gaterange=0x%" PRIx64 "-0x%" PRIx64, addr,
+                                  addr + size);
+    }
+    if (syms)
+        weft_symbols_close(syms);
 }
 
 static int add_pc(spec_run *s, uint64_t pc)
@@ -151,8 +181,10 @@ int trace_run_speculative(const guest_run *run, const char *trace_path, guest_re
     guest_run attempt = *run;
     attempt.capture_out = out == STREAM_FILE ? s.out : NULL;
     attempt.capture_err = err == STREAM_FILE ? s.err : NULL;
+    char seeded[512];
+    seed_ranges(run->binary, seeded, sizeof seeded);
     size_t base_len = strlen(run->plugin_args);
-    char *args = malloc(base_len + 2 * sizeof s.learn + 32);
+    char *args = malloc(base_len + sizeof seeded + 2 * sizeof s.learn + 32);
     double wall = 0;
     int rc = -1, runs = 0, last = 0;
     for (int n = 1;; n++) {
@@ -160,8 +192,8 @@ int trace_run_speculative(const guest_run *run, const char *trace_path, guest_re
         if (last)
             strcpy(args, run->plugin_args);
         else
-            sprintf(args, "%s,spec=%s%s%s", run->plugin_args, s.learn, s.npcs ? ",gates=" : "",
-                    s.npcs ? s.gates : "");
+            sprintf(args, "%s,spec=%s%s%s%s", run->plugin_args, s.learn, seeded,
+                    s.npcs ? ",gates=" : "", s.npcs ? s.gates : "");
         attempt.plugin_args = args;
         if (run->timeout_s) {
             double left = run->timeout_s - wall;

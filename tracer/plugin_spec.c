@@ -27,7 +27,14 @@ int spec_parse_arg(const char *key, const char *val)
         g_plugin.spec.learn_path = val;
     else if (!strcmp(key, "gates"))
         g_plugin.spec.gates_path = val;
-    else
+    else if (!strcmp(key, "gaterange")) {
+        spec_state *s = &g_plugin.spec;
+        unsigned long long lo, hi;
+        if (s->nranges >= 8 || sscanf(val, "%llx-%llx", &lo, &hi) != 2 || hi <= lo)
+            return -1;
+        s->range_lo[s->nranges] = lo;
+        s->range_hi[s->nranges++] = hi;
+    } else
         return 0;
     return 1;
 }
@@ -62,7 +69,11 @@ int spec_setup(char *err, size_t errlen)
 
 int spec_gated(uint64_t pc)
 {
-    return plugin_pcs_contain(g_plugin.spec.gates, g_plugin.spec.ngates, pc);
+    const spec_state *s = &g_plugin.spec;
+    for (unsigned i = 0; i < s->nranges; i++)
+        if (pc >= s->range_lo[i] && pc < s->range_hi[i])
+            return 1;
+    return plugin_pcs_contain(s->gates, s->ngates, pc);
 }
 
 static void learn_line(const char *line)

@@ -106,6 +106,8 @@ typedef struct spec_state {
     int learn_fd;
     uint64_t *gates; /* sorted */
     size_t ngates;
+    uint64_t range_lo[8], range_hi[8]; /* gated from the start (weft's seeded functions) */
+    unsigned nranges;
     spec_shadow *shadow;
     pthread_mutex_t lock; /* blamed[], learn_fd, stacks updates */
     uint64_t *blamed;
@@ -186,7 +188,7 @@ int sched_is_point_pc(uint64_t pc);
 void sched_write_record(void);
 
 /* plugin_spec.c */
-int spec_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours */
+int spec_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours, -1 bad */
 int spec_setup(char *err, size_t errlen);
 int spec_gated(uint64_t pc);
 void spec_on_access(vcpu_state *v, uint64_t pc, int gated, uint64_t addr, unsigned size, int write,
