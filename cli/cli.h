@@ -59,7 +59,7 @@ typedef struct guest_result {
     double wall_s;       /* all attempts together */
     int attempts;        /* runs of the guest (exact-mode speculation) */
     size_t gates_learnt; /* pcs the speculation found needed gates */
-    int unspeculated;    /* speculation was asked for but the streams ruled it out */
+    int unspeculated;    /* speculation ruled out: 1 by the streams, 2 by TMPDIR (said) */
     int fully_gated;     /* the speculation gave up: the last run gated every access */
     int pid;             /* qemu's process id (the tracer names its temporary files by it) */
     int finish;          /* trace_run_guest: SIGINT/SIGTERM that came after the guest ended, or 0 */

@@ -148,7 +148,7 @@ int trace_run_and_report(const guest_run *run, const char *trace_path, int quiet
         return WEFT_EXIT_FAIL;
     if (!quiet) {
         describe_end(&r, final_flags);
-        if (run->speculate && r.unspeculated)
+        if (run->speculate && r.unspeculated == 1)
             printf("weft: exact mode gated every access: stdin, stdout or stderr is a terminal, "
                    "pipe or socket (files or /dev/null let it speculate)\n");
         else if (run->speculate && r.attempts > 1 && r.fully_gated)

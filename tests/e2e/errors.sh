@@ -92,6 +92,12 @@ expect "trace --timeout 0" 2 "weft: --timeout: expected a number from 1 to 60480
   "$WEFT" trace --timeout 0 -o x.wtr -- ./lu
 expect "trace --max-threads 0" 2 "weft: --max-threads: expected a number from 1 to 65536, got '0'" \
   "$WEFT" trace --max-threads 0 -o x.wtr -- ./lu
+expect "trace --max-events 0" 2 "weft: --max-events: expected a number from 1 to 18446744073709551615, got '0'" \
+  "$WEFT" trace --max-events 0 -o x.wtr -- ./lu
+expect "trace --mode exact, TMPDIR missing" 0 \
+  "weft: nosuch: cannot create a temporary folder (No such file or directory); exact mode gates every access" \
+  env TMPDIR=nosuch "$WEFT" trace --mode exact -o x.wtr -- ./lu
+check "trace --mode exact, TMPDIR missing: a trace all the same" test -s x.wtr
 expect "trace -o in a missing folder" 1 "weft: nodir/x.wtr: cannot write there: No such file or directory" \
   "$WEFT" trace -o nodir/x.wtr -- ./lu
 check "trace -o in a missing folder: the guest did not run" test ! -s "$work/out"
