@@ -65,6 +65,81 @@ uint32_t trc_crc32(uint32_t crc, const void *data, size_t n);
 void trc_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* ---- record fields ----
+ * The pieces of the record layout, inline because the spool encoder, the
+ * merge and the reader run them once per event. */
+#define REC_T 0x10u /* thread varint follows */
+#define REC_F 0x20u /* flags varint follows */
+#define REC_S 0x40u /* size byte follows */
+
+static inline uint8_t *trc_put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* Returns the byte after the varint, or NULL if it runs past end or
+ * overflows 64 bits (more than 10 bytes, or a 10th byte above 1). */
+static inline const uint8_t *trc_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+    if (p < end && *p < 0x80) { /* most fields are one byte */
+        *v = *p;
+        return p + 1;
+    }
+    uint64_t r = 0;
+    for (unsigned i = 0; i < 10 && p + i < end; i++) {
+        if (i == 9 && p[i] > 1)
+            return NULL;
+        r |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (!(p[i] & 0x80)) {
+            *v = r;
+            return p + i + 1;
+        }
+    }
+    return NULL;
+}
+
+static inline uint64_t trc_zigzag(uint64_t delta)
+{
+    return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63);
+}
+
+static inline uint64_t trc_unzigzag(uint64_t z)
+{
+    return (z >> 1) ^ (uint64_t)(-(int64_t)(z & 1));
+}
+
+/* Write one record whose deltas are already computed; thread is written
+ * only if new_thread. Returns the byte after it (at most REC_MAX bytes). */
+static inline uint8_t *trc_rec_put(uint8_t *p, uint8_t kind, bool new_thread, uint32_t thread,
+                                   uint64_t dtime, uint8_t size, uint16_t flags, uint64_t daddr,
+                                   uint64_t dpc)
+{
+    uint8_t *tag = p++;
+    uint8_t k = kind & 0x0f;
+    if (new_thread) {
+        k |= REC_T;
+        p = trc_put_varint(p, thread);
+    }
+    p = trc_put_varint(p, dtime);
+    if (size) {
+        k |= REC_S;
+        *p++ = size;
+    }
+    if (flags) {
+        k |= REC_F;
+        p = trc_put_varint(p, flags);
+    }
+    p = trc_put_varint(p, trc_zigzag(daddr));
+    p = trc_put_varint(p, trc_zigzag(dpc));
+    *tag = k;
+    return p;
+}
+
 /* ---- event records ----
  * Delta state of one block or chunk: the previous record's time and thread,
  * and per thread the previous address and pc. Slots are reset lazily with a
@@ -83,11 +158,49 @@ typedef struct trc_delta {
 int trc_delta_init(trc_delta *d, uint32_t nslots, bool single);
 void trc_delta_free(trc_delta *d);
 void trc_delta_reset(trc_delta *d, uint64_t base_time, uint32_t thread);
+/* Slot of a thread, reset to zeros if not yet used in this block. */
+static inline uint32_t trc_delta_slot(trc_delta *d, uint32_t thread)
+{
+    uint32_t s = d->single ? 0 : thread;
+    if (d->slot_gen[s] != d->gen) {
+        d->slot_gen[s] = d->gen;
+        d->prev_addr[s] = 0;
+        d->prev_pc[s] = 0;
+    }
+    return s;
+}
 /* Encode one event (its thread must be < nslots); returns bytes written (<= REC_MAX). */
 size_t trc_rec_encode(trc_delta *d, uint8_t *out, const weft_event *ev);
 /* Decode one event; returns bytes consumed or 0 if malformed (reason in *why). */
 size_t trc_rec_decode(trc_delta *d, const uint8_t *p, const uint8_t *end, weft_event *ev,
                       const char **why);
+
+/* ---- spool chunks ----
+ * A chunk holds records of one thread only, so the merge decodes them in
+ * batches without the per-record thread and slot handling above. */
+
+/* One decoded chunk record: the event without its seq, in 32 bytes. */
+typedef struct trc_rec {
+    uint64_t time, addr, pc;
+    uint32_t thread;
+    uint8_t kind, size;
+    uint16_t flags;
+} trc_rec;
+
+/* Delta state of a chunk: its thread, and that thread's previous time, addr
+ * and pc. */
+typedef struct trc_chunk_state {
+    uint64_t time, addr, pc;
+    uint32_t thread;
+} trc_chunk_state;
+
+/* Encode n >= 1 events as a chunk payload (delta state starting at
+ * (ev[0].time, 0, 0)); returns its length (at most n * REC_MAX). */
+size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n);
+/* Decode n records from *p (advanced past them) into out; same checks and
+ * reasons as trc_rec_decode. Returns 0, or -1 with the reason in *why. */
+int trc_chunk_decode(trc_chunk_state *s, const uint8_t **p, const uint8_t *end, trc_rec *out,
+                     uint32_t n, const char **why);
 
 /* ---- header (trace and spool share it, only the magic differs) ---- */
 /* Encode meta into a malloc'd buffer; returns its length or 0 on overflow. */
@@ -105,12 +218,20 @@ size_t trc_footer_encode(const weft_trace_summary *s, uint64_t nevents, uint64_t
 /* ---- output file with checked writes ---- */
 typedef struct trc_out {
     int fd;
-    uint64_t off;
-    size_t n;
+    uint64_t off;    /* bytes written so far, buffered ones included */
+    uint64_t synced; /* bytes handed to writeback early (see trc_out_flush) */
+    size_t n, cap;
     int err; /* first errno, sticky */
-    uint8_t buf[1 << 16];
+    uint8_t *buf;
 } trc_out;
+/* Output to fd through a buffer of cap bytes: 0, or -1 (err = ENOMEM). */
+int trc_out_init(trc_out *o, int fd, size_t cap);
+void trc_out_free(trc_out *o);
 void trc_out_write(trc_out *o, const void *p, size_t n);
+/* Room for n <= cap bytes at the end of the buffer, to be filled in place
+ * and then committed with trc_out_commit (at most n bytes). */
+uint8_t *trc_out_reserve(trc_out *o, size_t n);
+void trc_out_commit(trc_out *o, size_t n);
 void trc_out_flush(trc_out *o);
 /* Full write with EINTR/partial handling; returns 0 or errno. */
 int trc_write_all(int fd, const void *p, size_t n);
@@ -160,5 +281,41 @@ typedef struct trc_addrmap {
 uint64_t *trc_addrmap_get(trc_addrmap *m, uint64_t key, bool *inserted);
 uint64_t *trc_addrmap_find(const trc_addrmap *m, uint64_t key);
 void trc_addrmap_free(trc_addrmap *m);
+
+/* ---- block output (trace_blockout.c): the merge's consumer ---- */
+/* One block's records in canonical order, as the merge hands them over. */
+typedef struct mblock {
+    uint32_t n;
+    trc_rec rec[BLOCK_EVENTS];
+} mblock;
+
+/* Blocks in flight. A side that finds the ring full (or empty) sleeps until
+ * half of it is free (or filled), so the threads wake each other once per
+ * RING_SLOTS / 2 blocks at most, not once per block. */
+#define RING_SLOTS 8
+
+typedef struct block_out {
+    /* the encoder's side */
+    trc_out *o;
+    trc_delta d;
+    uint64_t nblocks;
+    /* the ring: slot[i % RING_SLOTS] for i in [tail, head) are merged and
+     * not encoded yet */
+    mblock *slot;
+    uint64_t head, tail;
+    bool done; /* the merge has published its last block */
+    bool merge_waits, encoder_waits;
+    bool threaded;
+    pthread_mutex_t lock;
+    pthread_cond_t wake_merge, wake_encoder;
+    pthread_t thread;
+} block_out;
+
+int block_out_start(block_out *b, trc_out *o, uint32_t nthreads);
+/* A free ring slot for the merge to fill, or NULL if the encoder failed. */
+mblock *block_out_next(block_out *b);
+void block_out_publish(block_out *b, mblock *mb);
+void block_out_stop(block_out *b);
+void block_out_free(block_out *b);
 
 #endif

@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,16 +46,30 @@ void trc_index_free(trc_spool_index *ix)
     ix->nthreads = 0;
 }
 
+/* Records decoded ahead per thread: enough to amortize a refill, few enough
+ * that every thread's batch stays in cache while the merge walks them. */
+#define MERGE_BATCH 256
+/* Output buffer: fewer, larger writes; it must hold a whole block. */
+#define OUT_BUF_SIZE (1u << 20)
+
+/* Per-thread facts gathered while merging, used to complete the table. */
+typedef struct thread_stats {
+    uint64_t events, first, last;
+    uint32_t parent; /* from THREAD_START (the creator's index, UINT32_MAX: none) */
+    int32_t exit_code;
+    bool exited, started;
+} thread_stats;
+
 /* One thread's position in its chunk list. */
 typedef struct cursor {
-    uint32_t thread;
-    size_t chunk; /* index of the loaded chunk */
+    size_t chunk; /* chunks loaded so far; the last one is in buf */
     uint8_t *buf; /* its header and payload */
     size_t cap;
     const uint8_t *p, *end;
-    uint32_t left; /* events not yet decoded in the loaded chunk */
-    trc_delta d;
-    weft_event head; /* next event of this thread */
+    uint32_t left; /* records of the loaded chunk not yet decoded */
+    trc_chunk_state d;
+    trc_rec *rec;       /* decoded batch; rec[i..n) not merged yet */
+    uint32_t i, n, max; /* max: capacity of rec */
 } cursor;
 
 typedef struct merge {
@@ -62,11 +78,13 @@ typedef struct merge {
     const trc_spool_index *ix;
     char *err;
     size_t errlen;
+    cursor *cur;
+    thread_stats *st;
 } merge;
 
-static int cursor_load(merge *m, cursor *c)
+static int cursor_load(merge *m, uint32_t t, cursor *c)
 {
-    const trc_chunk *k = &m->ix->threads[c->thread].v[c->chunk];
+    const trc_chunk *k = &m->ix->threads[t].v[c->chunk];
     size_t need = CHUNK_HDR_SIZE + (size_t)k->len;
     if (need > c->cap) {
         uint8_t *b = realloc(c->buf, need);
@@ -83,115 +101,151 @@ static int cursor_load(merge *m, cursor *c)
         return -1;
     }
     uint32_t crc = trc_crc32(0, c->buf, 24);
-    if ((size_t)r != need || get_u32(c->buf) != CHUNK_MAGIC || get_u32(c->buf + 4) != c->thread ||
+    if ((size_t)r != need || get_u32(c->buf) != CHUNK_MAGIC || get_u32(c->buf + 4) != t ||
         get_u32(c->buf + 8) != k->count || get_u32(c->buf + 12) != k->len ||
         trc_crc32(crc, c->buf + CHUNK_HDR_SIZE, k->len) != get_u32(c->buf + 24)) {
         trc_seterr(m->err, m->errlen, "%s: chunk at offset %llu changed on disk", m->spool_path,
                    (unsigned long long)k->off);
         return -1;
     }
+    c->chunk++;
     c->p = c->buf + CHUNK_HDR_SIZE;
     c->end = c->p + k->len;
     c->left = k->count;
-    trc_delta_reset(&c->d, k->base_time, c->thread);
+    c->d = (trc_chunk_state){.time = k->base_time, .thread = t};
     return 0;
 }
 
-/* Decode the thread's next event into head: 1 = got one, 0 = done, -1 = error. */
-static int cursor_next(merge *m, cursor *c)
+/* Decode thread t's next batch of records and account for them in its
+ * stats: 1 = got some, 0 = the thread is done, -1 = error. */
+static int cursor_fill(merge *m, uint32_t t)
 {
-    const trc_thread_chunks *tc = &m->ix->threads[c->thread];
+    cursor *c = &m->cur[t];
+    const trc_thread_chunks *tc = &m->ix->threads[t];
     while (c->left == 0) {
-        if (c->chunk + 1 >= tc->n)
+        if (c->chunk >= tc->n)
             return 0;
-        c->chunk++;
-        if (cursor_load(m, c) < 0)
+        if (cursor_load(m, t, c) < 0)
             return -1;
     }
+    uint32_t n = c->left < c->max ? c->left : c->max;
     const char *why = NULL;
-    size_t n = trc_rec_decode(&c->d, c->p, c->end, &c->head, &why);
-    if (!n) {
-        trc_seterr(m->err, m->errlen, "%s: undecodable event of thread %u: %s", m->spool_path,
-                   c->thread, why);
+    if (trc_chunk_decode(&c->d, &c->p, c->end, c->rec, n, &why) < 0) {
+        trc_seterr(m->err, m->errlen, "%s: undecodable event of thread %u: %s", m->spool_path, t,
+                   why);
         return -1;
     }
-    c->p += n;
-    c->left--;
+    c->left -= n;
+    c->i = 0;
+    c->n = n;
+    /* Times never decrease within a chunk (deltas are unsigned), so only
+     * the step from the previous batch needs checking. */
+    thread_stats *x = &m->st[t];
+    if (x->events && c->rec[0].time < x->last) {
+        trc_seterr(m->err, m->errlen, "%s: thread %u goes back in time", m->spool_path, t);
+        return -1;
+    }
+    if (!x->events)
+        x->first = c->rec[0].time;
+    x->events += n;
+    x->last = c->rec[n - 1].time;
+    for (uint32_t i = 0; i < n; i++) {
+        const trc_rec *r = &c->rec[i];
+        if (r->kind == WEFT_EV_THREAD_START && !x->started) {
+            x->parent = r->addr > UINT32_MAX ? UINT32_MAX : (uint32_t)r->addr;
+            x->started = true;
+        } else if (r->kind == WEFT_EV_THREAD_EXIT) {
+            x->exited = true;
+            x->exit_code = (int32_t)r->addr;
+        }
+    }
     return 1;
 }
 
-static bool cursor_less(const cursor *a, const cursor *b)
+/* Tournament (loser) tree over the threads' next records, keyed by (time,
+ * thread): replacing the winner costs one comparison per level on a fixed
+ * path, where a binary heap's sift-down costs two and branches on which
+ * child to follow. Leaves are thread ids, padded to a power of two with
+ * exhausted ones. */
+#define LT_DONE UINT32_MAX /* rank of an exhausted leaf: after every thread */
+
+typedef struct lt_key {
+    uint64_t time;
+    uint32_t rank; /* the thread id, or LT_DONE */
+} lt_key;
+
+typedef struct ltree {
+    uint32_t k;     /* leaves */
+    uint32_t *node; /* node[0]: overall winner; node[1..k): loser of that match */
+    lt_key *key;    /* per leaf */
+} ltree;
+
+/* Bitwise, not short-circuit: the outcome is a coin toss when threads run
+ * side by side, so a branch on it would mispredict half the time. */
+static inline bool lt_less(lt_key a, lt_key b)
 {
-    if (a->head.time != b->head.time)
-        return a->head.time < b->head.time;
-    return a->thread < b->thread;
+    return (a.time < b.time) | ((a.time == b.time) & (a.rank < b.rank));
 }
 
-static void heap_down(cursor **h, size_t n, size_t i)
+static int lt_init(ltree *t, uint32_t nthreads)
 {
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && cursor_less(h[l], h[m]))
-            m = l;
-        if (r < n && cursor_less(h[r], h[m]))
-            m = r;
-        if (m == i)
-            return;
-        cursor *t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
+    uint32_t k = 1;
+    while (k < nthreads)
+        k *= 2;
+    t->k = k;
+    t->node = calloc(k, sizeof *t->node);
+    t->key = malloc(k * sizeof *t->key);
+    if (!t->node || !t->key)
+        return -1;
+    for (uint32_t i = 0; i < k; i++)
+        t->key[i] = (lt_key){UINT64_MAX, LT_DONE};
+    return 0;
+}
+
+static void lt_free(ltree *t)
+{
+    free(t->node);
+    free(t->key);
+}
+
+/* Play every match once the leaves' keys are set. */
+static int lt_build(ltree *t)
+{
+    uint32_t k = t->k;
+    uint32_t *win = malloc(2 * (size_t)k * sizeof *win);
+    if (!win)
+        return -1;
+    for (uint32_t i = 0; i < k; i++)
+        win[k + i] = i;
+    for (uint32_t i = k - 1; i >= 1; i--) {
+        uint32_t a = win[2 * i], b = win[2 * i + 1];
+        bool b_wins = lt_less(t->key[b], t->key[a]);
+        win[i] = b_wins ? b : a;
+        t->node[i] = b_wins ? a : b;
     }
+    t->node[0] = k > 1 ? win[1] : 0;
+    free(win);
+    return 0;
 }
 
-/* Per-thread facts gathered while merging, used to complete the table. */
-typedef struct thread_stats {
-    uint64_t events, first, last;
-    uint32_t parent; /* from THREAD_START (the creator's index, UINT32_MAX: none) */
-    int32_t exit_code;
-    bool exited, started;
-} thread_stats;
-
-/* Output side: blocks of BLOCK_EVENTS records in canonical order. */
-typedef struct block_out {
-    trc_out *o;
-    trc_delta d;
-    uint8_t *payload;
-    size_t len;
-    uint32_t count;
-    uint64_t base, nblocks;
-} block_out;
-
-static void block_flush(block_out *b)
+/* Leaf w's key changed (it was the winner): replay its path to the root,
+ * carrying the candidate's key along and selecting without branches. */
+static inline void lt_replay(ltree *t, uint32_t w)
 {
-    if (!b->count)
-        return;
-    uint8_t h[BLOCK_HDR_SIZE];
-    put_u32(h, BLOCK_MAGIC);
-    put_u32(h + 4, b->count);
-    put_u32(h + 8, (uint32_t)b->len);
-    put_u64(h + 12, b->base);
-    put_u32(h + 20, trc_crc32(trc_crc32(0, h, 20), b->payload, b->len));
-    trc_out_write(b->o, h, sizeof h);
-    trc_out_write(b->o, b->payload, b->len);
-    b->nblocks++;
-    b->count = 0;
-    b->len = 0;
-}
-
-static void block_add(block_out *b, const weft_event *ev)
-{
-    if (b->count == 0) {
-        b->base = ev->time;
-        trc_delta_reset(&b->d, ev->time, 0);
+    uint32_t cand = w;
+    lt_key kc = t->key[w];
+    for (uint32_t i = (w + t->k) >> 1; i; i >>= 1) {
+        uint32_t o = t->node[i];
+        lt_key ko = t->key[o];
+        bool swap = lt_less(ko, kc);
+        t->node[i] = swap ? cand : o;
+        cand = swap ? o : cand;
+        kc.time = swap ? ko.time : kc.time;
+        kc.rank = swap ? ko.rank : kc.rank;
     }
-    b->len += trc_rec_encode(&b->d, b->payload + b->len, ev);
-    if (++b->count == BLOCK_EVENTS)
-        block_flush(b);
+    t->node[0] = cand;
 }
 
-/* The summary written to the footer: the caller's, completed from the
- * events (event counts always come from the events themselves). */
 static weft_trace_thread *build_threads(const weft_trace_summary *s, const thread_stats *st,
                                         uint32_t nst, uint32_t *nout, uint64_t *max_time)
 {
@@ -250,21 +304,26 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
                        const weft_trace_summary *summary, uint32_t add_flags, bool salvage,
                        int32_t exit_status, char *err, size_t errlen)
 {
-    merge m = {spool_fd, spool_path, ix, err, errlen};
+    uint32_t nt = ix->nthreads;
+    merge m = {spool_fd, spool_path, ix, err, errlen, NULL, NULL};
     int rc = -1;
     size_t tlen = strlen(path) + 32;
     char *tmp = malloc(tlen);
-    cursor *cur = calloc(ix->nthreads ? ix->nthreads : 1, sizeof *cur);
-    cursor **heap = calloc(ix->nthreads ? ix->nthreads : 1, sizeof *heap);
-    thread_stats *st = calloc(ix->nthreads ? ix->nthreads : 1, sizeof *st);
-    trc_out *o = malloc(sizeof *o);
-    block_out b = {.o = o};
+    m.cur = calloc(nt ? nt : 1, sizeof *m.cur);
+    m.st = calloc(nt ? nt : 1, sizeof *m.st);
+    /* One batch per thread, smaller for threads with fewer events, so a
+     * run with many short threads does not pay MERGE_BATCH for each. */
+    size_t nrec = 0;
+    for (uint32_t t = 0; t < nt; t++)
+        nrec += ix->threads[t].events < MERGE_BATCH ? ix->threads[t].events : MERGE_BATCH;
+    trc_rec *recs = malloc((nrec ? nrec : 1) * sizeof *recs);
+    trc_out o = {.fd = -1};
+    block_out b = {0};
+    ltree lt = {0};
     uint8_t *hdr = NULL, *foot = NULL;
     weft_trace_thread *threads = NULL;
     int fd = -1;
-    b.payload = malloc((size_t)BLOCK_EVENTS * REC_MAX);
-    if (!tmp || !cur || !heap || !st || !o || !b.payload ||
-        trc_delta_init(&b.d, ix->nthreads, false) < 0) {
+    if (!tmp || !m.cur || !m.st || !recs || lt_init(&lt, nt) < 0) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }
@@ -274,68 +333,72 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
         trc_seterr(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
         goto out;
     }
-    *o = (trc_out){.fd = fd};
+    if (trc_out_init(&o, fd, OUT_BUF_SIZE) < 0) {
+        trc_seterr(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
     size_t hlen = trc_header_encode(meta, TRC_MAGIC, &hdr);
     if (!hlen) {
         trc_seterr(err, errlen, "%s: trace header too large", path);
         goto out;
     }
-    trc_out_write(o, hdr, hlen);
+    trc_out_write(&o, hdr, hlen);
+    if (block_out_start(&b, &o, nt) < 0) {
+        trc_seterr(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
 
-    size_t nheap = 0;
-    for (uint32_t t = 0; t < ix->nthreads; t++) {
-        cur[t].thread = t;
-        cur[t].chunk = 0;
-        if (trc_delta_init(&cur[t].d, 1, true) < 0) {
-            trc_seterr(err, errlen, "%s: out of memory", path);
-            goto out;
-        }
+    trc_rec *next = recs;
+    for (uint32_t t = 0; t < nt; t++) {
+        cursor *c = &m.cur[t];
+        uint64_t ev = ix->threads[t].events;
+        c->rec = next;
+        c->max = ev < MERGE_BATCH ? (uint32_t)ev : MERGE_BATCH;
+        next += c->max;
         if (ix->threads[t].n == 0)
             continue;
-        if (cursor_load(&m, &cur[t]) < 0)
-            goto out;
-        int r = cursor_next(&m, &cur[t]);
+        int r = cursor_fill(&m, t);
         if (r < 0)
             goto out;
         if (r)
-            heap[nheap++] = &cur[t];
+            lt.key[t] = (lt_key){c->rec[0].time, t};
     }
-    for (size_t i = nheap; i-- > 0;)
-        heap_down(heap, nheap, i);
+    if (lt_build(&lt) < 0) {
+        trc_seterr(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
 
     uint64_t nevents = 0;
-    while (nheap) {
-        cursor *c = heap[0];
-        const weft_event *ev = &c->head;
-        thread_stats *x = &st[c->thread];
-        if (x->events && ev->time < x->last) {
-            trc_seterr(err, errlen, "%s: thread %u goes back in time", spool_path, c->thread);
-            goto out;
+    mblock *mb = block_out_next(&b);
+    for (;;) {
+        uint32_t t = lt.node[0];
+        if (lt.key[t].rank == LT_DONE)
+            break;
+        cursor *c = &m.cur[t];
+        mb->rec[mb->n] = c->rec[c->i];
+        if (++mb->n == BLOCK_EVENTS) {
+            block_out_publish(&b, mb);
+            mb = block_out_next(&b);
         }
-        if (!x->events++)
-            x->first = ev->time;
-        x->last = ev->time;
-        if (ev->kind == WEFT_EV_THREAD_START && !x->started) {
-            x->parent = ev->addr > UINT32_MAX ? UINT32_MAX : (uint32_t)ev->addr;
-            x->started = true;
-        } else if (ev->kind == WEFT_EV_THREAD_EXIT) {
-            x->exited = true;
-            x->exit_code = (int32_t)ev->addr;
-        }
-        block_add(&b, ev);
         nevents++;
-        int r = cursor_next(&m, c);
-        if (r < 0)
-            goto out;
-        if (r == 0)
-            heap[0] = heap[--nheap];
-        heap_down(heap, nheap, 0);
+        if (++c->i == c->n) {
+            int r = cursor_fill(&m, t);
+            if (r < 0)
+                goto out;
+            if (r == 0)
+                lt.key[t] = (lt_key){UINT64_MAX, LT_DONE};
+        }
+        if (lt.key[t].rank != LT_DONE)
+            lt.key[t].time = c->rec[c->i].time;
+        lt_replay(&lt, t);
     }
-    block_flush(&b);
+    if (mb->n)
+        block_out_publish(&b, mb);
+    block_out_stop(&b);
 
     weft_trace_summary s = {0};
     uint64_t max_time;
-    threads = build_threads(summary, st, ix->nthreads, &s.nthreads, &max_time);
+    threads = build_threads(summary, m.st, nt, &s.nthreads, &max_time);
     if (!threads) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
@@ -345,25 +408,25 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
     s.exit_status = summary && !salvage ? summary->exit_status : exit_status;
     s.stall_escapes = summary ? summary->stall_escapes : 0;
     s.makespan = summary && summary->makespan > max_time ? summary->makespan : max_time;
-    uint64_t foot_off = o->off;
+    uint64_t foot_off = o.off;
     size_t flen = trc_footer_encode(&s, nevents, b.nblocks, &foot);
     if (!flen) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }
-    trc_out_write(o, foot, flen);
+    trc_out_write(&o, foot, flen);
     uint8_t trailer[TRAILER_SIZE];
     put_u64(trailer, foot_off);
     memcpy(trailer + 8, TRAILER_MAGIC, 8);
-    trc_out_write(o, trailer, sizeof trailer);
-    trc_out_flush(o);
-    if (!o->err && fsync(fd) < 0)
-        o->err = errno;
-    if (close(fd) < 0 && !o->err)
-        o->err = errno;
+    trc_out_write(&o, trailer, sizeof trailer);
+    trc_out_flush(&o);
+    if (!o.err && fsync(fd) < 0)
+        o.err = errno;
+    if (close(fd) < 0 && !o.err)
+        o.err = errno;
     fd = -1;
-    if (o->err) {
-        trc_seterr(err, errlen, "%s: write failed: %s", tmp, strerror(o->err));
+    if (o.err) {
+        trc_seterr(err, errlen, "%s: write failed: %s", tmp, strerror(o.err));
         goto out;
     }
     if (rename(tmp, path) < 0) {
@@ -373,23 +436,22 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
     fsync_dir_of(path);
     rc = 0;
 out:
+    block_out_stop(&b); /* before its file descriptor goes */
     if (fd >= 0)
         close(fd);
     if (rc < 0 && tmp)
         unlink(tmp);
-    for (uint32_t t = 0; cur && t < ix->nthreads; t++) {
-        free(cur[t].buf);
-        trc_delta_free(&cur[t].d);
-    }
-    trc_delta_free(&b.d);
-    free(b.payload);
+    for (uint32_t t = 0; m.cur && t < nt; t++)
+        free(m.cur[t].buf);
+    block_out_free(&b);
+    trc_out_free(&o);
+    lt_free(&lt);
     free(threads);
     free(hdr);
     free(foot);
-    free(o);
-    free(st);
-    free(heap);
-    free(cur);
+    free(recs);
+    free(m.st);
+    free(m.cur);
     free(tmp);
     return rc;
 }
@@ -404,9 +466,7 @@ static int scan_spool(int fd, uint64_t off, trc_spool_index *ix)
     uint8_t h[CHUNK_HDR_SIZE];
     uint8_t *buf = NULL;
     size_t cap = 0;
-    trc_delta d;
-    if (trc_delta_init(&d, 1, true) < 0)
-        return -1;
+    trc_rec recs[MERGE_BATCH];
     for (;;) {
         if (trc_pread_all(fd, h, sizeof h, off) != (ssize_t)sizeof h)
             break;
@@ -425,27 +485,25 @@ static int scan_spool(int fd, uint64_t off, trc_spool_index *ix)
             trc_crc32(trc_crc32(0, h, 24), buf, len) != get_u32(h + 24))
             break;
         /* Decode to be sure the merge will not fail on it, and keep each
-         * thread's stream monotonic as the writer guaranteed. */
+         * thread's stream monotonic as the writer guaranteed (within a chunk
+         * it is by construction). */
         trc_chunk c = {.off = off, .count = count, .len = len, .base_time = get_u64(h + 16)};
         uint64_t prev =
             thread < ix->nthreads && ix->threads[thread].events ? ix->threads[thread].last_time : 0;
-        trc_delta_reset(&d, c.base_time, thread);
-        const uint8_t *p = buf, *end = buf + len;
-        weft_event ev;
+        trc_chunk_state st = {.time = c.base_time, .thread = thread};
+        const uint8_t *p = buf;
         const char *why;
         bool ok = true;
-        for (uint32_t i = 0; i < count && ok; i++) {
-            size_t n = trc_rec_decode(&d, p, end, &ev, &why);
-            ok = n && ev.time >= prev;
-            p += n;
-            prev = ev.time;
+        for (uint32_t i = 0; i < count && ok; i += MERGE_BATCH) {
+            uint32_t n = count - i < MERGE_BATCH ? count - i : MERGE_BATCH;
+            ok = trc_chunk_decode(&st, &p, buf + len, recs, n, &why) == 0 &&
+                 (i > 0 || recs[0].time >= prev);
         }
-        if (!ok || p != end || trc_index_add(ix, thread, &c) < 0)
+        if (!ok || p != buf + len || trc_index_add(ix, thread, &c) < 0)
             break;
-        ix->threads[thread].last_time = prev;
+        ix->threads[thread].last_time = st.time;
         off += sizeof h + len;
     }
-    trc_delta_free(&d);
     free(buf);
     return 0;
 }

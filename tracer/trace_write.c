@@ -154,8 +154,7 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
     size_t nchunks = (n + BLOCK_EVENTS - 1) / BLOCK_EVENTS;
     uint8_t *buf = malloc(nchunks * CHUNK_HDR_SIZE + n * REC_MAX);
     trc_chunk *chunks = malloc(nchunks * sizeof *chunks);
-    trc_delta d;
-    if (!buf || !chunks || trc_delta_init(&d, 1, true) < 0) {
+    if (!buf || !chunks) {
         free(buf);
         free(chunks);
         pthread_mutex_lock(&w->lock);
@@ -168,15 +167,9 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
         size_t first = c * BLOCK_EVENTS;
         size_t cnt = n - first < BLOCK_EVENTS ? n - first : BLOCK_EVENTS;
         uint8_t *h = buf + len;
-        uint8_t *p = h + CHUNK_HDR_SIZE;
-        trc_delta_reset(&d, events[first].time, thread);
-        for (size_t i = 0; i < cnt; i++) {
-            /* The thread is the append's argument, whatever the events say. */
-            weft_event e = events[first + i];
-            e.thread = thread;
-            p += trc_rec_encode(&d, p, &e);
-        }
-        uint32_t plen = (uint32_t)(p - (h + CHUNK_HDR_SIZE));
+        /* The thread is the append's argument, whatever the events say:
+         * chunk records do not store it. */
+        uint32_t plen = (uint32_t)trc_chunk_encode(h + CHUNK_HDR_SIZE, events + first, cnt);
         put_u32(h, CHUNK_MAGIC);
         put_u32(h + 4, thread);
         put_u32(h + 8, (uint32_t)cnt);
@@ -188,7 +181,6 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
             .off = len, .count = (uint32_t)cnt, .len = plen, .base_time = events[first].time};
         len += CHUNK_HDR_SIZE + plen;
     }
-    trc_delta_free(&d);
 
     int rc = 0;
     pthread_mutex_lock(&w->lock);

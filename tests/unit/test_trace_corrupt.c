@@ -280,9 +280,60 @@ static void test_salvage_torn_spool(void **state)
     assert_non_null(strstr(err, "header"));
 }
 
+/* A spool damaged before finish (by something else: the writer never
+ * rewrites it) fails the merge partway, after blocks have been written:
+ * no trace appears, no temporary is left, and the spool stays. */
+static void test_spool_changed_before_finish(void **state)
+{
+    (void)state;
+    const char *path = tt_path("changed.wtr");
+    char spool[700], err[512];
+    snprintf(spool, sizeof spool, "%s.spool", path);
+    weft_trace_meta m = tt_meta();
+    weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
+    assert_non_null(w);
+    weft_event *b = calloc(4096, sizeof *b);
+    assert_non_null(b);
+    for (uint64_t round = 0; round < 20; round++)
+        for (uint32_t t = 0; t < 2; t++) {
+            for (uint64_t i = 0; i < 4096; i++)
+                b[i] = tt_ev(round * 8192 + 2 * i + t, WEFT_EV_WRITE, 0x1000 + 8 * (i % 7),
+                             0x400000 + 4 * (i % 5), 8);
+            assert_int_equal(weft_trace_writer_append(w, t, b, 4096), 0);
+        }
+    free(b);
+    struct stat st;
+    assert_int_equal(stat(spool, &st), 0);
+    size_t n;
+    uint8_t *bytes = tt_slurp(spool, &n);
+    bytes[n - 100] ^= 0x01; /* in the last chunk's payload */
+    tt_spit(spool, bytes, n);
+    free(bytes);
+
+    assert_int_equal(weft_trace_writer_finish(w, NULL, err, sizeof err), -1);
+    assert_int_equal(strncmp(err, spool, strlen(spool)), 0);
+    assert_non_null(strstr(err, "changed on disk"));
+    assert_null(strchr(err, '\n'));
+    assert_int_not_equal(access(path, F_OK), 0);
+    assert_int_equal(access(spool, F_OK), 0);
+    char tmp[720];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    assert_int_not_equal(access(tmp, F_OK), 0);
+    /* Salvage keeps what precedes the damaged chunk. */
+    assert_int_equal(weft_trace_salvage(path, 0, 0, err, sizeof err), 0);
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(weft_trace_event_count(t), 39 * 4096);
+    weft_trace_close(t);
+}
+
 const struct CMUnitTest corrupt_tests[] = {
-    cmocka_unit_test(test_missing_empty_garbage), cmocka_unit_test(test_future_version),
-    cmocka_unit_test(test_truncations),           cmocka_unit_test(test_every_bit_flip_detected),
-    cmocka_unit_test(test_block_checksum),        cmocka_unit_test(test_salvage_torn_spool),
+    cmocka_unit_test(test_missing_empty_garbage),
+    cmocka_unit_test(test_future_version),
+    cmocka_unit_test(test_truncations),
+    cmocka_unit_test(test_every_bit_flip_detected),
+    cmocka_unit_test(test_block_checksum),
+    cmocka_unit_test(test_salvage_torn_spool),
+    cmocka_unit_test(test_spool_changed_before_finish),
 };
 const size_t corrupt_ntests = sizeof corrupt_tests / sizeof corrupt_tests[0];
