@@ -60,12 +60,12 @@ for spec in "${fixtures[@]}"; do
   g="$(median "$tmp/$fx.gated")"
   # (to a file: a pipe would rule out speculation)
   "$weft" trace --mode exact -o "$tmp/$fx.runs.wtr" -- "$bin" "${arg[@]}" </dev/null >"$tmp/runs.out" 2>&1 || true
-  runs="$(sed -n 's/^weft: exact mode: \([0-9]*\) runs.*/\1/p' "$tmp/runs.out")"
+  xruns="$(sed -n 's/^weft: exact mode: \([0-9]*\) runs.*/\1/p' "$tmp/runs.out")"
   ev="$("$weft" info "$tmp/$fx.exact.wtr" | sed -n '1s/.*, \([0-9]*\) events).*/\1/p')"
   ev="${ev:-0}"
   printf '| %s | %.3f | %.3f | %.3f | %.3f | %.1fx | %.1fx | %.1fx | %s | %s | %.0f | %.0f |\n' \
     "$spec" "$p" "$f" "$e" "$g" "$(echo "$f/$p" | bc -l)" "$(echo "$e/$p" | bc -l)" \
-    "$(echo "$g/$p" | bc -l)" "${runs:-1}" "$ev" "$(echo "$ev/$f" | bc -l)" "$(echo "$ev/$e" | bc -l)" >>"$out"
+    "$(echo "$g/$p" | bc -l)" "${xruns:-1}" "$ev" "$(echo "$ev/$f" | bc -l)" "$(echo "$ev/$e" | bc -l)" >>"$out"
 done
 {
   echo
