@@ -245,7 +245,10 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
             _exit(127);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
-        if (capture(run->capture_out, STDOUT_FILENO) || capture(run->capture_err, STDERR_FILENO))
+        if (capture(run->capture_out, STDOUT_FILENO) ||
+            (run->capture_err && run->capture_err == run->capture_out
+                 ? dup2(STDOUT_FILENO, STDERR_FILENO) < 0 /* 2>&1: one stream, in order */
+                 : capture(run->capture_err, STDERR_FILENO)))
             _exit(127);
         execvpe(args[0], args, env);
         fprintf(stderr, "weft: cannot run %s: %s\n", args[0], strerror(errno));

@@ -186,6 +186,10 @@ int trace_run_speculative(const guest_run *run, const char *trace_path, guest_re
     guest_run attempt = *run;
     attempt.capture_out = out == STREAM_FILE ? s.out : NULL;
     attempt.capture_err = err == STREAM_FILE ? s.err : NULL;
+    struct stat so, se;
+    if (out == STREAM_FILE && err == STREAM_FILE && fstat(STDOUT_FILENO, &so) == 0 &&
+        fstat(STDERR_FILENO, &se) == 0 && so.st_dev == se.st_dev && so.st_ino == se.st_ino)
+        attempt.capture_err = attempt.capture_out; /* 2>&1: keep the guest's interleaving */
     char seeded[512];
     seed_ranges(run->binary, seeded, sizeof seeded);
     size_t base_len = strlen(run->plugin_args);
@@ -230,7 +234,7 @@ int trace_run_speculative(const guest_run *run, const char *trace_path, guest_re
     free(args);
     if (attempt.capture_out)
         show_output(s.out, stdout);
-    if (attempt.capture_err)
+    if (attempt.capture_err && attempt.capture_err != attempt.capture_out)
         show_output(s.err, stderr);
     r->wall_s = wall;
     r->attempts = runs;

@@ -17,7 +17,7 @@ trace() {
 }
 gates() { sed -n 's/^weft-stats: gates=\([0-9]*\) .*/\1/p' "$work/$1.err"; }
 
-for spec in lost_update paper_avn paper_mm wsq deadlock_jdbc_ok parallel8:200 fail_fork_exec fail_exit_midloop; do
+for spec in lost_update paper_avn paper_mm wsq deadlock_jdbc_ok parallel8:200 fail_exit_midloop; do
   fx="${spec%%:*}"
   arg=()
   [ "$spec" != "$fx" ] && arg=("${spec#*:}")
@@ -47,9 +47,14 @@ check "paper_avn: a second run gating what the first blamed" \
   grep -qE '^weft: exact mode: 2 runs; [1-9][0-9]* instructions were found to need a gate' \
   "$work/paper_avn.spec.out"
 # A fork while other threads run hands the child memory as the host left
-# it: speculation gives up and the last run gates everything.
+# it: speculation gives up and the last run gates everything. (Not compared
+# byte for byte: the parent's wait4 blocks, which makes even fully gated
+# runs of this fixture depend on host timing; docs/platform.md.)
+trace spec -- "$WEFT_FIXTURES/fail_fork_exec"
 check "fail_fork_exec: gives up, the last run gating every access" \
-  grep -q 'exact mode: 2 runs, the last gating every access' "$work/fail_fork_exec.spec.out"
+  grep -q 'exact mode: 2 runs, the last gating every access' "$work/spec.out"
+check "fail_fork_exec: status 0, child seen once" \
+  test "$(cat "$work/spec.st"):$(grep -Ec '^fork_exec: child exit (7|127)$' "$work/spec.out")" = 0:1
 
 # A pipe cannot be held without the guest seeing a pipe become a file:
 # one fully gated run, said so, and the same trace as --no-speculate through a pipe.
@@ -58,6 +63,15 @@ run_status st bash -c "'$WEFT' trace --mode exact --no-speculate -o '$work/q.wtr
 check "stdout a pipe: one fully gated run, said so" grep -q 'exact mode gated every access' "$work/p.out"
 check "stdout a pipe: trace byte-identical to --no-speculate" cmp -s "$work/p.wtr" "$work/q.wtr"
 check "stdout a pipe: guest output identical" cmp -s <(guest_output "$work/p.out") <(guest_output "$work/q.out")
+
+# stdout and stderr into one file (2>&1): the guest's interleaving is kept.
+for g in paper_avn fail_abort; do
+  run_status st "$WEFT" trace --mode exact -o "$work/i.wtr" -- "$WEFT_FIXTURES/$g" >"$work/i.out" 2>&1
+  run_status st "$WEFT" trace --mode exact --no-speculate -o "$work/j.wtr" -- "$WEFT_FIXTURES/$g" >"$work/j.out" 2>&1
+  check "$g, 2>&1: same guest output in the same order" \
+    cmp -s <(grep -v '^weft: ' "$work/i.out") <(grep -v '^weft: ' "$work/j.out")
+  check "$g, 2>&1: trace byte-identical" cmp -s "$work/i.wtr" "$work/j.wtr"
+done
 
 # No temporary folder is left behind.
 check "no weft-spec folder left in TMPDIR" bash -c "! ls -d '$TMPDIR'/weft-spec-* 2>/dev/null | grep -q ."
