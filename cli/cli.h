@@ -61,6 +61,7 @@ typedef struct guest_result {
     size_t gates_learnt; /* pcs the speculation found needed gates */
     int unspeculated;    /* speculation ruled out: 1 by the streams, 2 by TMPDIR (said) */
     int fully_gated;     /* the speculation gave up: the last run gated every access */
+    uint64_t unordered;  /* gated accesses the check found out of order (holes of both modes) */
     int pid;             /* qemu's process id (the tracer names its temporary files by it) */
     int finish;          /* trace_run_guest: SIGINT/SIGTERM that came after the guest ended, or 0 */
 } guest_result;

@@ -1,6 +1,7 @@
 /* A traced run from the user's side: start it, make sure it leaves a
  * readable trace whatever happens to the guest, and say how it ended. */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -132,6 +133,7 @@ int trace_run_once(const guest_run *run, const char *trace_path, guest_result *r
     r->gates_learnt = 0;
     r->unspeculated = 0;
     r->fully_gated = 0;
+    r->unordered = 0;
     if (rc == 0 && r->end != GUEST_INTERRUPTED && finish_signal) {
         r->finish = (int)finish_signal;
         r->end = GUEST_INTERRUPTED;
@@ -156,6 +158,11 @@ int trace_run_and_report(const guest_run *run, const char *trace_path, int quiet
         else if (run->speculate && r.attempts > 1)
             printf("weft: exact mode: %d runs; %zu instructions were found to need a gate\n",
                    r.attempts, r.gates_learnt);
+        if (r.unordered)
+            printf("weft: exact mode: %" PRIu64 " gated accesses ran out of virtual-time order (a "
+                   "thread back late from a blocking system call, or a stall escape); this trace "
+                   "may not repeat byte for byte\n",
+                   r.unordered);
         trace_print_summary(trace_path, r.wall_s);
     }
     return trace_exit_status(&r, final_flags);

@@ -39,6 +39,7 @@ typedef struct spec_run {
     char learn[4200], gates[4200], out[4200], err[4200];
     uint64_t *pcs;
     size_t npcs, cap;
+    uint64_t unordered; /* the last run's gated accesses found out of order */
 } spec_run;
 
 typedef enum stream_use { STREAM_NO, STREAM_PASS, STREAM_FILE } stream_use;
@@ -104,8 +105,12 @@ static int read_learnt(spec_run *s)
         return -1;
     char line[256];
     int fresh = 0, unchecked = 0;
+    s->unordered = 0;
     while (fgets(line, sizeof line, f)) {
         uint64_t pc;
+        const char *u = strstr(line, " unordered=");
+        if (!strncmp(line, "done:", 5) && u)
+            s->unordered = strtoull(u + 11, NULL, 10);
         if (!strncmp(line, "abandon", 7)) {
             unchecked = 1;
         } else if (!strncmp(line, "0x", 2) && sscanf(line, "%" SCNx64, &pc) == 1) {
@@ -220,7 +225,7 @@ int trace_run_speculative(const guest_run *run, const char *trace_path, guest_re
             break;
         int fresh = read_learnt(&s);
         if (fresh == 0)
-            break; /* nothing blamed: ordered exactly */
+            break; /* nothing blamed: ordered like a fully gated run */
         if (run->timeout_s && wall >= run->timeout_s) {
             cli_error("%s: timed out after %d runs, the last not ordered exactly", trace_path,
                       runs);
@@ -240,6 +245,7 @@ int trace_run_speculative(const guest_run *run, const char *trace_path, guest_re
     r->attempts = runs;
     r->fully_gated = last;
     r->gates_learnt = s.npcs;
+    r->unordered = last ? 0 : s.unordered;
     r->unspeculated = 0;
     cleanup(&s);
     return rc;
