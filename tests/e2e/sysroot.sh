@@ -19,6 +19,11 @@ check "output decompresses to the input" cmp -s <(gunzip -c "$work/traced.gz") "
 n="$(grep -Ec '^  T[0-9]+ ' "$work/info")"
 check "pigz -p 4 ran several threads (saw $n)" test "$n" -ge 3
 check "trace names the binary" grep -q "binary .*usr/bin/pigz (build-id" "$work/info"
+# Exact mode speculates on a real program too: its output (held in a file
+# per run) is the plain one, written once.
+run_status st "$WEFT" trace -q --mode exact --sysroot "$WEFT_SYSROOT" -o "$work/e.wtr" -- "$pigz" -p 4 -c "$work/in.txt" >"$work/exact.gz"
+check "exact pigz exits 0 (status $st)" test "$st" = 0
+check "exact output equals plain output" cmp -s "$work/plain.gz" "$work/exact.gz"
 run_status st "$WEFT" trace -q -o "$work/x.wtr" -- "$pigz" -c "$work/in.txt" 2>"$work/err" >/dev/null
 check "without --sysroot: exit 1" test "$st" = 1
 check "without --sysroot: says what is missing" grep -q "dynamically linked (needs /lib/ld-linux-aarch64.so.1): pass --sysroot" "$work/err"
