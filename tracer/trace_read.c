@@ -406,6 +406,11 @@ int weft_trace_set_outcome(const char *path, uint32_t flags, int32_t exit_status
         trc_seterr(err, errlen, "%s: cannot read footer: %s", path, strerror(errno));
         goto out;
     }
+    if ((get_u32(foot + 8) | flags) == get_u32(foot + 8) &&
+        get_u32(foot + 12) == (uint32_t)exit_status) {
+        rc = 0; /* the tracer wrote this outcome already: no write, no fsync */
+        goto out;
+    }
     put_u32(foot + 8, get_u32(foot + 8) | flags);
     put_u32(foot + 12, (uint32_t)exit_status);
     put_u32(foot + len - 4, trc_crc32(0, foot, len - 4));
