@@ -101,6 +101,9 @@ void plugin_flush(vcpu_state *v)
     if (g_plugin.cfg.max_events &&
         atomic_fetch_add(&g_plugin.flushed, v->nbuf) + v->nbuf >= g_plugin.cfg.max_events)
         atomic_store(&g_plugin.capped, 1);
+    /* Counted per buffer: threads' records share cache lines, and a count
+     * per event made the cores fight over them. */
+    g_plugin.threads[v->pe].events += v->nbuf;
     if (tracing_here() && g_plugin.writer && !atomic_load(&g_plugin.finished)) {
         weft_platform_busy(g_plugin.platform, v->pe, 1); /* may sleep on the writer's lock */
         if (weft_trace_writer_append(g_plugin.writer, (uint32_t)v->pe, v->buf, v->nbuf) != 0)
@@ -130,7 +133,6 @@ void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, 
     e->kind = kind;
     e->size = size;
     e->flags = flags;
-    g_plugin.threads[v->pe].events++;
     if (v->nbuf == PLUGIN_BUF_EVENTS)
         plugin_flush(v);
 }
@@ -345,6 +347,7 @@ void plugin_finish(uint32_t extra_flags)
     for (unsigned i = 0; i < PLUGIN_MAX_VCPUS; i++) {
         vcpu_state *v = g_plugin.vcpus[i];
         if (v && v->pe >= 0 && v->nbuf) {
+            g_plugin.threads[v->pe].events += v->nbuf;
             if (weft_trace_writer_append(g_plugin.writer, (uint32_t)v->pe, v->buf, v->nbuf))
                 atomic_fetch_add(&g_plugin.write_errors, 1);
             v->nbuf = 0;
