@@ -109,7 +109,7 @@ static injection *inject_due(vcpu_state *v, uint64_t pc, int recorded)
     if (!ninjections || v->pe < 0)
         return NULL;
     thread_record *tr = &g_plugin.threads[v->pe];
-    uint64_t seq_now = tr->events - tr->delays; /* as numbered without injections */
+    uint64_t seq_now = plugin_thread_events(v) - tr->delays; /* as numbered without injections */
     size_t *i = &next_of[v->pe];
     /* Every recorded event passes here first, so nothing is skipped unless
      * the counting is broken; say so rather than apply a delay late. */
@@ -152,7 +152,7 @@ static uint64_t inject_apply(vcpu_state *v, uint64_t cycles, uint64_t pc, int re
             v->offset += in->delay_cycles;
             total += in->delay_cycles;
         }
-        in->trace_seq = tr->events; /* the delayed event comes next */
+        in->trace_seq = plugin_thread_events(v); /* the delayed event comes next */
     }
     return total;
 }

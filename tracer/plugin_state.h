@@ -166,6 +166,12 @@ static inline uint64_t cycles_to_ns(uint64_t cycles)
     return cycles * g_plugin.cfg.settings.ps_per_cycle / 1000;
 }
 
+/* Events the vCPU's thread recorded so far: those flushed and those buffered. */
+static inline uint64_t plugin_thread_events(const vcpu_state *v)
+{
+    return g_plugin.threads[v->pe].events + v->nbuf;
+}
+
 void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
                    uint8_t size, uint16_t flags);
 void plugin_flush(vcpu_state *v);
