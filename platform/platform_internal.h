@@ -26,7 +26,9 @@ enum PeState : int {
     EXITED
 };
 
-struct Slot {
+// Own cache lines: each thread stores its bound at every block, and a
+// neighbour's stores to the same line would bounce it between cores.
+struct alignas(64) Slot {
     std::atomic<uint64_t> bound{0};
     std::atomic<int> state{FREE};
     // Guarded by the platform lock.
