@@ -252,8 +252,15 @@ void spec_on_access(vcpu_state *v, uint64_t pc, int gated, uint64_t addr, unsign
         spec_abandon("shadow memory budget exhausted");
         return;
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        /* A racy loop blames the same pc at every pass: only the first
+         * should take the lock (gated ones are counted each time). */
+        if (!(pcs[i] & 1) && pcs[i] == v->spec_last_blame)
+            continue;
+        if (!(pcs[i] & 1))
+            v->spec_last_blame = pcs[i];
         blame(pcs[i]);
+    }
 }
 
 void spec_finish(void)

@@ -34,6 +34,7 @@ typedef struct vcpu_state {
     uint64_t sync_t;
     int32_t sync_pe;
     spec_cursor spec_cur;
+    uint64_t spec_last_blame; /* the last pc this vCPU had blamed */
     /* syscall in flight */
     int64_t sys_num;
     uint64_t sys_args[6];

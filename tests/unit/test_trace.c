@@ -1,30 +1,18 @@
 /* Trace writer and reader: round trip of every field, canonical order,
  * byte-identical output whatever the interleaving of appends, bounded
  * memory on a large stream, writer errors. Corruption and salvage tests are
- * in test_trace_corrupt.c. */
+ * in test_trace_corrupt.c, the bytes against a plain encoding of the format
+ * in test_trace_encoding.c. */
 #include "test_trace_common.h"
 
 #include <pthread.h>
 #include <sys/resource.h>
-#include <zlib.h>
 
-#include "trace_internal.h" /* trc_crc32 */
-
-/* Defined in test_trace_corrupt.c. */
-extern const struct CMUnitTest corrupt_tests[];
-extern const size_t corrupt_ntests;
+/* Defined in test_trace_corrupt.c and test_trace_encoding.c. */
+extern const struct CMUnitTest corrupt_tests[], encoding_tests[];
+extern const size_t corrupt_ntests, encoding_ntests;
 
 /* ---- round trip ---- */
-
-static int ev_order(const void *a, const void *b)
-{
-    const weft_event *x = a, *y = b;
-    if (x->time != y->time)
-        return x->time < y->time ? -1 : 1;
-    if (x->thread != y->thread)
-        return x->thread < y->thread ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq; /* seq = index in stream here */
-}
 
 static void test_round_trip(void **state)
 {
@@ -132,7 +120,7 @@ static void test_round_trip(void **state)
             want_ev[k].thread = th_i;
             want_ev[k++].seq = i;
         }
-    qsort(want_ev, 13, sizeof *want_ev, ev_order);
+    qsort(want_ev, 13, sizeof *want_ev, tt_ev_order);
     for (int pass = 0; pass < 2; pass++) { /* second pass after rewind */
         weft_event ev;
         for (size_t i = 0; i < 13; i++) {
@@ -281,210 +269,6 @@ static void test_byte_identical_interleavings(void **state)
     weft_trace_close(t);
     for (uint32_t i = 0; i < NT; i++)
         free(s[i]);
-}
-
-/* ---- the merge's bytes against a plain encoding of the format ----
- * docs/trace-format.md's blocks written the obvious way (sort, cut every
- * BLOCK_EVENTS, encode with per-block delta state, zlib's CRC-32), so the
- * writer's merge can be as clever as it likes but must produce exactly
- * these bytes. */
-
-#define REF_BLOCK 4096
-
-static uint64_t xs(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
-static uint8_t *ref_varint(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static uint8_t *ref_zigzag(uint8_t *p, uint64_t d)
-{
-    return ref_varint(p, (d << 1) ^ (uint64_t)((int64_t)d >> 63));
-}
-
-static void ref_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* Blocks of the sorted events ev[0..n), with seq = index in the thread. */
-static uint8_t *ref_blocks(const weft_event *ev, size_t n, uint32_t nthreads, size_t *len)
-{
-    uint8_t *out = malloc(n * 40 + (n / REF_BLOCK + 1) * 24), *o = out;
-    uint64_t *addr = calloc(nthreads, sizeof *addr), *pc = calloc(nthreads, sizeof *pc);
-    assert_non_null(out);
-    assert_non_null(addr);
-    assert_non_null(pc);
-    for (size_t b = 0; b < n; b += REF_BLOCK) {
-        size_t cnt = n - b < REF_BLOCK ? n - b : REF_BLOCK;
-        uint8_t *h = o, *p = h + 24;
-        uint64_t time = ev[b].time;
-        uint32_t thread = 0;
-        memset(addr, 0, nthreads * sizeof *addr);
-        memset(pc, 0, nthreads * sizeof *pc);
-        for (size_t i = b; i < b + cnt; i++) {
-            const weft_event *e = &ev[i];
-            uint8_t *tag = p++;
-            *tag = e->kind;
-            if (e->thread != thread) {
-                *tag |= 0x10;
-                p = ref_varint(p, e->thread);
-            }
-            p = ref_varint(p, e->time - time);
-            if (e->size) {
-                *tag |= 0x40;
-                *p++ = e->size;
-            }
-            if (e->flags) {
-                *tag |= 0x20;
-                p = ref_varint(p, e->flags);
-            }
-            p = ref_zigzag(p, e->addr - addr[e->thread]);
-            p = ref_zigzag(p, e->pc - pc[e->thread]);
-            time = e->time;
-            thread = e->thread;
-            addr[e->thread] = e->addr;
-            pc[e->thread] = e->pc;
-        }
-        memcpy(h, "WBLK", 4);
-        ref_u32(h + 4, (uint32_t)cnt);
-        ref_u32(h + 8, (uint32_t)(p - (h + 24)));
-        ref_u32(h + 12, (uint32_t)ev[b].time);
-        ref_u32(h + 16, (uint32_t)(ev[b].time >> 32));
-        uLong crc = crc32(crc32(0, h, 20), h + 24, (uInt)(p - (h + 24)));
-        ref_u32(h + 20, (uint32_t)crc);
-        o = p;
-    }
-    free(addr);
-    free(pc);
-    *len = (size_t)(o - out);
-    return out;
-}
-
-/* nthreads ids, every `gap`-th without events (0: none), per_thread events
- * each on average, appended in random batches in a random thread order. */
-static void check_against_reference(uint32_t nthreads, uint32_t gap, size_t per_thread,
-                                    uint64_t seed)
-{
-    uint64_t x = seed;
-    size_t *count = calloc(nthreads, sizeof *count), total = 0;
-    weft_event **s = calloc(nthreads, sizeof *s);
-    for (uint32_t t = 0; t < nthreads; t++) {
-        count[t] = gap && t % gap == gap - 1 ? 0 : per_thread / 2 + xs(&x) % (per_thread + 1);
-        s[t] = calloc(count[t] ? count[t] : 1, sizeof *s[t]);
-        uint64_t time = xs(&x) % 1000, addr = 0x420000, pc = 0x400000;
-        for (size_t i = 0; i < count[t]; i++) {
-            uint64_t r = xs(&x);
-            time += r % 4; /* ties within and across threads */
-            /* small steps mostly, sometimes far or backwards jumps */
-            addr += r >> 60 ? (r >> 8) % 64 * 8 : (r >> 8) * 0x9e3779b97f4a7c15ull;
-            pc += r >> 61 ? 4 : (r >> 20) % 4096 - 2048;
-            weft_event *e = &s[t][i];
-            *e = tt_ev(time, (uint8_t)((r >> 4) % WEFT_EV_KIND_COUNT), addr, pc,
-                       (uint8_t)((r >> 12) % 3 ? 1 + (r >> 14) % 64 : 0));
-            e->flags = (uint16_t)((r >> 24) % 5 ? 0 : (r >> 32) & 0xffff);
-        }
-        total += count[t];
-    }
-
-    const char *path = tt_path("reference.wtr");
-    char err[512];
-    weft_trace_meta m = tt_meta();
-    weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
-    assert_non_null(w);
-    size_t *pos = calloc(nthreads, sizeof *pos), left = total;
-    while (left) {
-        uint32_t t = (uint32_t)(xs(&x) % nthreads);
-        size_t n = xs(&x) % 3 ? 1 + xs(&x) % 300 : 1 + xs(&x) % 9000;
-        if (n > count[t] - pos[t])
-            n = count[t] - pos[t];
-        if (!n)
-            continue;
-        assert_int_equal(weft_trace_writer_append(w, t, s[t] + pos[t], n), 0);
-        pos[t] += n;
-        left -= n;
-    }
-    if (weft_trace_writer_finish(w, NULL, err, sizeof err) != 0)
-        fail_msg("finish: %s", err);
-
-    weft_event *all = calloc(total ? total : 1, sizeof *all), *a = all;
-    for (uint32_t t = 0; t < nthreads; t++)
-        for (size_t i = 0; i < count[t]; i++, a++) {
-            *a = s[t][i];
-            a->thread = t;
-            a->seq = i;
-        }
-    qsort(all, total, sizeof *all, ev_order);
-    size_t want_len, len;
-    uint8_t *want = ref_blocks(all, total, nthreads, &want_len);
-    uint8_t *got = tt_slurp(path, &len);
-    assert_true(len > 16 + 4);
-    uint32_t header_len = (uint32_t)got[12] | (uint32_t)got[13] << 8 | (uint32_t)got[14] << 16 |
-                          (uint32_t)got[15] << 24;
-    uint64_t footer_off = 0;
-    for (int i = 7; i >= 0; i--)
-        footer_off = footer_off << 8 | got[len - 16 + (size_t)i];
-    assert_int_equal(footer_off - header_len, want_len);
-    if (memcmp(got + header_len, want, want_len) != 0) {
-        size_t i = 0;
-        while (got[header_len + i] == want[i])
-            i++;
-        fail_msg("%u threads, seed %llu: event bytes differ at offset %zu of %zu", nthreads,
-                 (unsigned long long)seed, i, want_len);
-    }
-    free(got);
-    free(want);
-    free(all);
-    free(pos);
-    for (uint32_t t = 0; t < nthreads; t++)
-        free(s[t]);
-    free(s);
-    free(count);
-}
-
-static void test_reference_encoding(void **state)
-{
-    (void)state;
-    check_against_reference(1, 0, 30000, 1);  /* one stream, several blocks */
-    check_against_reference(3, 0, 20000, 2);  /* a few, many ties */
-    check_against_reference(41, 7, 3000, 3);  /* ids without events in between */
-    check_against_reference(300, 0, 40, 4);   /* many threads, short streams */
-    check_against_reference(9, 3, 1, 5);      /* a handful of events */
-    check_against_reference(2, 0, 150000, 6); /* long enough to wrap any buffering */
-}
-
-/* The checksums are zlib's CRC-32, whatever way the library computes them. */
-static void test_crc32_matches_zlib(void **state)
-{
-    (void)state;
-    enum { N = 4096 };
-    uint8_t *b = malloc(N + 64);
-    assert_non_null(b);
-    uint64_t x = 12345;
-    for (size_t i = 0; i < N + 64; i++)
-        b[i] = (uint8_t)xs(&x);
-    for (size_t len = 0; len <= N; len += len < 300 ? 1 : 1 + len / 7) {
-        for (size_t off = 0; off < 16; off += len < 300 ? 5 : 1) {
-            uint32_t init = (uint32_t)xs(&x);
-            assert_int_equal(trc_crc32(0, b + off, len), (uint32_t)crc32(0, b + off, (uInt)len));
-            assert_int_equal(trc_crc32(init, b + off, len),
-                             (uint32_t)crc32(init, b + off, (uInt)len));
-        }
-    }
-    free(b);
 }
 
 /* ---- large stream with bounded memory ---- */
@@ -713,17 +497,14 @@ static void test_kind_helpers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_byte_identical_interleavings),
-        cmocka_unit_test(test_large_stream),
-        cmocka_unit_test(test_empty_and_rebuilt_table),
-        cmocka_unit_test(test_writer_errors),
-        cmocka_unit_test(test_set_outcome),
+        cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_byte_identical_interleavings),
+        cmocka_unit_test(test_large_stream),  cmocka_unit_test(test_empty_and_rebuilt_table),
+        cmocka_unit_test(test_writer_errors), cmocka_unit_test(test_set_outcome),
         cmocka_unit_test(test_kind_helpers),
-        cmocka_unit_test(test_reference_encoding),
-        cmocka_unit_test(test_crc32_matches_zlib),
     };
     int failed = cmocka_run_group_tests_name("trace", tests, NULL, NULL);
     failed += _cmocka_run_group_tests("trace_corrupt", corrupt_tests, corrupt_ntests, NULL, NULL);
+    failed +=
+        _cmocka_run_group_tests("trace_encoding", encoding_tests, encoding_ntests, NULL, NULL);
     return failed;
 }

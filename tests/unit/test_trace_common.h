@@ -143,4 +143,16 @@ static inline void tt_spit(const char *path, const void *p, size_t n)
     assert_int_equal(fclose(f), 0);
 }
 
+/* Canonical order: (time, thread, per-thread order; seq = index in the
+ * thread's stream in these tests). */
+static inline int tt_ev_order(const void *a, const void *b)
+{
+    const weft_event *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 #endif

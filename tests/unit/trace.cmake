@@ -2,7 +2,8 @@
 # handling and salvage (test_trace); info and export views (test_trace_views).
 if(TARGET weft_trace)
   weft_unit_test(test_trace SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_trace.c
-                 ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_trace_corrupt.c LIBS weft_trace)
+                 ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_trace_corrupt.c
+                 ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_trace_encoding.c LIBS weft_trace)
   # test_trace checks the library's CRC-32 (libdeflate's) against zlib's.
   target_include_directories(test_trace PRIVATE ${CMAKE_SOURCE_DIR}/tracer)
   target_link_libraries(test_trace PRIVATE PkgConfig::ZLIB)
