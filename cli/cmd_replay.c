@@ -11,7 +11,8 @@
 
 #include <jansson.h>
 
-#include "replay.h"
+#include "cli.h"
+#include "weft/replay.h"
 
 #define DEFAULT_TIMEOUT 60
 #define DEFAULT_RADIUS 10
@@ -151,7 +152,7 @@ static int write_campaign(const replay_config *c, const shard_spec *sh)
     json_decref(o);
     char path[PATH_MAX + 32], err[512];
     snprintf(path, sizeof path, "%s/campaign.json", c->out_dir);
-    int rc = text ? replay_write_atomic(path, text, strlen(text), err, sizeof err) : -1;
+    int rc = text ? weft_write_atomic(path, text, strlen(text), err, sizeof err) : -1;
     if (rc)
         cli_error("%s", text ? err : "out of memory");
     free(text);
@@ -484,7 +485,7 @@ int cmd_replay(int argc, char **argv)
     /* The program first: a bad one leaves no output folder behind. */
     if (guest_check_binary(c.run.binary, c.run.sysroot))
         return WEFT_EXIT_FAIL;
-    if (replay_mkdirs(out) || !realpath(out, c.out_dir))
+    if (weft_mkdirs(out) || !realpath(out, c.out_dir))
         return WEFT_EXIT_FAIL;
     if (strchr(c.out_dir, ',') || strchr(c.pcs_path, ',')) {
         cli_error("%s: commas are not allowed in the paths weft hands to the tracer",

@@ -113,7 +113,7 @@ static int check_output(const char *path)
     return 0;
 }
 
-void trace_print_summary(const char *path, double wall_s)
+static void trace_print_summary(const char *path, double wall_s)
 {
     char err[512];
     weft_trace *t = weft_trace_open(path, err, sizeof err);
@@ -140,6 +140,49 @@ void trace_print_summary(const char *path, double wall_s)
            s->stall_escapes, (s->flags & WEFT_TRACE_TRUNCATED) ? "; TRUNCATED" : "",
            rc < 0 ? "; CORRUPT" : "", path, size);
     weft_trace_close(t);
+}
+
+static void describe_end(const guest_result *r, uint32_t flags)
+{
+    if (flags & WEFT_TRACE_DEADLOCK)
+        printf("weft: guest deadlocked: every live thread waits on a futex (see trace)\n");
+    else if (r->end == GUEST_EXITED)
+        printf("weft: guest exited with status %d\n", r->status);
+    else if (r->end == GUEST_SIGNALED)
+        printf("weft: guest killed by signal %d (%s)\n", r->status, strsignal(r->status));
+    else if (r->end == GUEST_TIMED_OUT)
+        printf("weft: guest timed out and was killed\n");
+    else if (r->finish)
+        printf("weft: interrupted by signal %d after the guest ended; the trace is complete\n",
+               r->status);
+    else
+        printf("weft: interrupted by signal %d; guest killed\n", r->status);
+}
+
+static int trace_run_and_report(const guest_run *run, const char *trace_path, int quiet)
+{
+    guest_result r;
+    uint32_t final_flags = 0;
+    if (guest_trace_run(run, trace_path, &r, &final_flags))
+        return WEFT_EXIT_FAIL;
+    if (!quiet) {
+        describe_end(&r, final_flags);
+        if (run->speculate && r.unspeculated == 1)
+            printf("weft: exact mode gated every access: stdin, stdout or stderr is a terminal, "
+                   "pipe or socket (files or /dev/null let it speculate)\n");
+        else if (run->speculate && r.attempts > 1 && r.fully_gated)
+            printf("weft: exact mode: %d runs, the last gating every access\n", r.attempts);
+        else if (run->speculate && r.attempts > 1)
+            printf("weft: exact mode: %d runs; %zu instructions were found to need a gate\n",
+                   r.attempts, r.gates_learnt);
+        if (r.unordered)
+            printf("weft: exact mode: %" PRIu64 " gated accesses ran out of virtual-time order (a "
+                   "thread back late from a blocking system call, or a stall escape); this trace "
+                   "may not repeat byte for byte\n",
+                   r.unordered);
+        trace_print_summary(trace_path, r.wall_s);
+    }
+    return guest_exit_status(&r, final_flags);
 }
 
 int cmd_trace(int argc, char **argv)

@@ -28,16 +28,6 @@ static const struct subcommand {
     {"demo", cmd_demo, "run the whole pipeline on a bundled program, with a report"},
 };
 
-void cli_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("weft: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
 int cli_parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
     char *end;

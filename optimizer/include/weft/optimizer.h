@@ -234,6 +234,66 @@ int optimizer_plan_parse(const char *text, const char *name, const optimizer_pla
 int optimizer_plan_check_build_id(const optimizer_plan *p, const char *name, const uint8_t *id,
                                   size_t len, char *err, size_t errlen);
 
+/* ---- from a trace to a plan: weft optimize's work (trace_filter.c, run.c,
+ * run_search.c, narrate.c, convergence.c) ------------------------------------ */
+
+#define OPT_MAX_VARS 16
+
+/* Which accesses the interference model keeps (besides the optimizer's own
+ * rule: addresses another thread writes). */
+typedef struct opt_filter {
+    int atomics; /* keep atomic / exclusive accesses (off: they synchronize, they cannot lose
+                    an update) */
+    size_t nranges;
+    uint64_t lo[OPT_MAX_VARS], hi[OPT_MAX_VARS]; /* --var NAME: [lo, hi) */
+} opt_filter;
+
+/* Resolve --var NAME in the traced binary's symbols; one line on error. */
+int opt_filter_add_var(opt_filter *f, weft_symbols *syms, const char *binary, const char *name);
+
+/* Build the model from a trace's events, keeping what the filter allows.
+ * One line in err on failure. */
+optimizer_model *opt_model_load(weft_trace *t, const opt_filter *f, const optimizer_options *o,
+                                char *err, size_t errlen);
+
+/* 1 if thread creation alone orders event (ta, time_a) before (tb, time_b):
+ * ta is an ancestor of tb and the event precedes the clone leading to tb.
+ * Such a pair cannot be aligned by delaying the earlier event: the delay
+ * shifts the clone and so the later event too. */
+int opt_ordered_by_creation(const weft_trace_summary *s, uint32_t ta, uint64_t time_a, uint32_t tb,
+                            uint64_t time_b);
+
+/* "function (file:line)" / "variable+off" of a pc / address, or hex. */
+void opt_describe_pc(weft_symbols *syms, uint64_t pc, char *buf, size_t len);
+void opt_describe_addr(weft_symbols *syms, uint64_t addr, char *buf, size_t len);
+
+/* Fill the symbol fields of an injection (strings owned by syms). */
+void opt_symbolize_injection(weft_symbols *syms, uint64_t addr, optimizer_injection *inj);
+
+typedef struct optimize_opts {
+    const char *trace, *out, *stats;
+    search_algorithm algo;
+    int exact;
+    uint64_t dmax, budget, seed, runs, pairs;
+    int dmax_set, reads, keep_ordered, quiet;
+    opt_filter filter;
+    const char *vars[OPT_MAX_VARS];
+    size_t nvars;
+} optimize_opts;
+
+/* Run weft optimize with these options: load the trace's model, run the
+ * exact solver or the searches, print what they found and write the plan
+ * and statistics. Returns weft's exit status. */
+int optimizer_run(optimize_opts *o);
+
+/* For each of RND, SHC and SA: one search with `seed` on the model of
+ * trace_path, recording the best fitness so far against the evaluation count
+ * (log-spaced, plus every improvement) until the first alignment or the
+ * budget; written to out_path as JSON. Returns 0; 1 when the model is empty
+ * (nothing written, *why says so); -1 after printing an error. */
+int optimizer_convergence(const char *trace_path, uint64_t seed, uint64_t dmax, uint64_t budget,
+                          const char *out_path, char *why, size_t whylen);
+
 #ifdef __cplusplus
 }
 #endif

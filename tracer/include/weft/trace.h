@@ -107,6 +107,24 @@ typedef struct weft_trace_summary {
     weft_trace_thread *threads;
 } weft_trace_summary;
 
+/* ---- weft's conventions (trace_conventions.c) ------------------------------------ */
+
+/* Exit statuses of weft itself (the guest's own status is reported, not
+ * returned, except by `weft trace`, see docs/errors.md). */
+#define WEFT_EXIT_OK 0
+#define WEFT_EXIT_FAIL 1  /* bad input or a failure while working */
+#define WEFT_EXIT_USAGE 2 /* bad command line */
+
+/* One-line error on stderr, prefixed "weft: ". */
+void weft_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Monotonic wall clock, in seconds. */
+double weft_now_s(void);
+/* mkdir -p; 0 or -1 (prints the error). */
+int weft_mkdirs(const char *path);
+/* Write buf to path atomically (temporary file, fsync, rename). 0, or -1
+ * with a one-line message in err. */
+int weft_write_atomic(const char *path, const char *buf, size_t len, char *err, size_t errlen);
+
 /* ---- writing (the plugin) ------------------------------------------------ */
 
 typedef struct weft_trace_writer weft_trace_writer;

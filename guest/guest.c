@@ -1,0 +1,296 @@
+/* Starting qemu-aarch64 on a guest: input checks, time limit, signals. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "weft/guest.h"
+#include "weft/trace.h"
+
+#ifndef WEFT_BUILD_PLUGIN
+#define WEFT_BUILD_PLUGIN ""
+#endif
+#ifndef WEFT_QEMU
+#define WEFT_QEMU "qemu-aarch64"
+#endif
+
+int guest_check_binary(const char *binary, const char *sysroot)
+{
+    int fd = open(binary, O_RDONLY);
+    if (fd < 0) {
+        weft_error("%s: %s", binary, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        weft_error("%s: is a directory, not a program", binary);
+        return -1;
+    }
+    Elf64_Ehdr eh;
+    ssize_t n = read(fd, &eh, sizeof eh);
+    if (n < (ssize_t)EI_NIDENT || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        close(fd);
+        weft_error("%s: not an ELF executable", binary);
+        return -1;
+    }
+    if (n < (ssize_t)sizeof eh || eh.e_ident[EI_CLASS] != ELFCLASS64) {
+        close(fd);
+        weft_error("%s: 32-bit ELF, weft runs 64-bit AArch64 programs", binary);
+        return -1;
+    }
+    if (eh.e_machine != EM_AARCH64) {
+        close(fd);
+        weft_error("%s: ELF for %s, weft runs AArch64 programs", binary,
+                   weft_elf_machine_name(eh.e_machine));
+        return -1;
+    }
+    if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) {
+        close(fd);
+        weft_error("%s: not an executable (ELF type %u)", binary, eh.e_type);
+        return -1;
+    }
+    /* A dynamic binary names its loader in PT_INTERP: qemu needs it under -L. */
+    char interp[PATH_MAX] = "";
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
+            (ssize_t)sizeof ph)
+            break;
+        if (ph.p_type == PT_INTERP && ph.p_filesz < sizeof interp) {
+            if (pread(fd, interp, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz)
+                interp[0] = 0;
+            interp[ph.p_filesz] = 0;
+        }
+    }
+    close(fd);
+    if (interp[0]) {
+        if (!sysroot) {
+            weft_error("%s: dynamically linked (needs %s): pass --sysroot DIR holding an AArch64 "
+                       "root filesystem",
+                       binary, interp);
+            return -1;
+        }
+        char path[PATH_MAX * 2];
+        snprintf(path, sizeof path, "%s/%s", sysroot, interp);
+        if (access(path, R_OK) != 0) {
+            weft_error("%s: its loader %s is not in the sysroot %s", binary, interp, sysroot);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+const char *guest_qemu_path(void)
+{
+    const char *q = getenv("WEFT_QEMU");
+    return q && *q ? q : WEFT_QEMU;
+}
+
+const char *guest_installed_path(const char *relative)
+{
+    static char path[PATH_MAX + 256];
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return NULL;
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return NULL;
+    *slash = 0;
+    snprintf(path, sizeof path, "%s/%s", self, relative);
+    return access(path, R_OK) == 0 ? path : NULL;
+}
+
+const char *guest_plugin_path(void)
+{
+    const char *env = getenv("WEFT_PLUGIN");
+    if (env && *env)
+        return env;
+    const char *p = guest_installed_path("../tracer/libweft-tracer.so");
+    if (!p)
+        p = guest_installed_path("../lib/weft/libweft-tracer.so");
+    return p ? p : WEFT_BUILD_PLUGIN;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    interrupted = sig;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The guest sees a fixed part of weft's environment: its size and content
+ * shape the guest's stack, so a variable that differs between two shells
+ * (PWD, SHLVL, GNU parallel's PARALLEL_SEQ, Slurm's SLURM_*) would change
+ * virtual times and with them a seed's run. Kept: the variables below, LC_*,
+ * QEMU_* (qemu's own settings) and the names listed in WEFT_GUEST_ENV. */
+static int guest_env_kept(const char *var)
+{
+    static const char *const kept[] = {"PATH",     "HOME", "USER", "LOGNAME", "LANG",
+                                       "LANGUAGE", "TZ",   "TERM", "SHELL",   "TMPDIR"};
+    size_t len = strcspn(var, "=");
+    if (!strncmp(var, "LC_", 3) || !strncmp(var, "QEMU_", 5))
+        return 1;
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if (strlen(kept[i]) == len && !strncmp(var, kept[i], len))
+            return 1;
+    const char *extra = getenv("WEFT_GUEST_ENV");
+    while (extra && *extra) {
+        size_t n = strcspn(extra, " ,:");
+        if (n == len && !strncmp(var, extra, n))
+            return 1;
+        extra += n + (extra[n] != 0);
+    }
+    return 0;
+}
+
+extern char **environ;
+
+/* Built before fork: the child of a threaded weft may not allocate. */
+static char **guest_environment(void)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (guest_env_kept(environ[i]))
+            env[k++] = environ[i];
+    return env;
+}
+
+/* In the forked child: the guest's stream `fd` goes to `path` instead. */
+static int capture(const char *path, int fd)
+{
+    if (!path)
+        return 0;
+    int f = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (f < 0 || dup2(f, fd) < 0) {
+        fprintf(stderr, "weft: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    close(f);
+    return 0;
+}
+
+int guest_run_qemu(const guest_run *run, guest_result *res)
+{
+    char *args[run->argc + 8];
+    int k = 0;
+    args[k++] = (char *)guest_qemu_path();
+    if (run->sysroot) {
+        args[k++] = "-L";
+        args[k++] = (char *)run->sysroot;
+    }
+    char plugin_opt[8192];
+    if (run->plugin_args) {
+        /* argi tells the plugin where the guest's argv starts in qemu's. */
+        snprintf(plugin_opt, sizeof plugin_opt, "%s,%s,argi=%d", guest_plugin_path(),
+                 run->plugin_args, k + 2);
+        args[k++] = "-plugin";
+        args[k++] = plugin_opt;
+    }
+    for (int i = 0; i < run->argc; i++)
+        args[k++] = run->argv[i];
+    args[k] = NULL;
+
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    interrupted = 0;
+    double t0 = now_s();
+    char **env = guest_environment();
+    if (!env) {
+        weft_error("cannot start qemu: out of memory");
+        return -1;
+    }
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        weft_error("cannot start qemu: %s", strerror(errno));
+        free(env);
+        return -1;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        /* weft killed outright (SIGKILL, no handler runs) must not leave
+         * qemu running unwatched, without a time limit: the kernel kills it
+         * with its parent. Checked after the call, in case weft died first. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        if (capture(run->capture_out, STDOUT_FILENO) ||
+            (run->capture_err && run->capture_err == run->capture_out
+                 ? dup2(STDOUT_FILENO, STDERR_FILENO) < 0 /* 2>&1: one stream, in order */
+                 : capture(run->capture_err, STDERR_FILENO)))
+            _exit(127);
+        execvpe(args[0], args, env);
+        fprintf(stderr, "weft: cannot run %s: %s\n", args[0], strerror(errno));
+        _exit(127);
+    }
+    free(env);
+    setpgid(pid, pid);
+    res->pid = (int)pid;
+    int status = 0;
+    res->end = GUEST_EXITED;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR) {
+            weft_error("waiting for qemu: %s", strerror(errno));
+            return -1;
+        }
+        /* A hung qemu ignores SIGTERM: only SIGKILL on the whole group works. */
+        if (interrupted || (run->timeout_s && now_s() - t0 > run->timeout_s)) {
+            res->end = interrupted ? GUEST_INTERRUPTED : GUEST_TIMED_OUT;
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        struct timespec nap = {0, 2000000};
+        nanosleep(&nap, NULL);
+    }
+    res->wall_s = now_s() - t0;
+    kill(-pid, SIGKILL); /* anything the guest left behind in its group */
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (res->end == GUEST_EXITED) {
+        if (WIFSIGNALED(status)) {
+            res->end = GUEST_SIGNALED;
+            res->status = WTERMSIG(status);
+        } else {
+            res->status = WEXITSTATUS(status);
+        }
+    } else {
+        res->status = interrupted ? interrupted : SIGKILL;
+    }
+    return 0;
+}

@@ -1,0 +1,92 @@
+/* weft guest: running a program under qemu-aarch64, plain or with weft's
+ * tracer plugin, for trace, inject and replay alike.
+ *
+ *   guest.c       input checks, the guest's environment, starting qemu in its
+ *                 own process group, time limits, SIGINT/SIGTERM, capture
+ *   trace_run.c   a traced run that leaves a readable trace whatever happens
+ *                 to the guest (salvage, outcome flags)
+ *   speculate.c   exact mode by speculation: gate only what a checked run
+ *                 shows needs it, run again if the check blames anything
+ *
+ * Errors are one line on stderr, "weft: ...", as weft_error (weft/trace.h)
+ * prints them: the callers are commands that add nothing to them. */
+#ifndef WEFT_GUEST_H
+#define WEFT_GUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/trace.h"
+
+/* A file at `relative` to the folder of the running executable, or NULL. */
+const char *guest_installed_path(const char *relative);
+
+typedef struct guest_run {
+    const char *binary;
+    char **argv; /* guest argv, argv[0] == binary */
+    int argc;
+    const char *sysroot;     /* qemu -L, or NULL */
+    const char *plugin_args; /* comma-separated key=value for the tracer, or NULL for plain qemu */
+    unsigned timeout_s;
+    /* guest_trace_run: an exact-mode run (no quantum, policy or injection)
+     * that may be speculated (see speculate.c). */
+    int speculate;
+    /* Files for the guest's stdout and stderr instead of weft's, or NULL. */
+    const char *capture_out, *capture_err;
+} guest_run;
+
+typedef enum guest_end {
+    GUEST_EXITED,
+    GUEST_SIGNALED,
+    GUEST_TIMED_OUT,
+    GUEST_INTERRUPTED
+} guest_end;
+
+typedef struct guest_result {
+    guest_end end;
+    int status;          /* exit code, or signal number */
+    double wall_s;       /* all attempts together */
+    int attempts;        /* runs of the guest (exact-mode speculation) */
+    size_t gates_learnt; /* pcs the speculation found needed gates */
+    int unspeculated;    /* speculation ruled out: 1 by the streams, 2 by TMPDIR (said) */
+    int fully_gated;     /* the speculation gave up: the last run gated every access */
+    uint64_t unordered;  /* gated accesses the check found out of order (holes of both modes) */
+    int pid;             /* qemu's process id (the tracer names its temporary files by it) */
+    int finish;          /* guest_trace_run: SIGINT/SIGTERM that came after the guest ended, or 0 */
+} guest_result;
+
+/* Check that the binary exists and is an AArch64 ELF executable that qemu
+ * can run (static, or dynamic with a sysroot holding its loader). Prints one
+ * line and returns -1 if not. */
+int guest_check_binary(const char *binary, const char *sysroot);
+/* Run qemu-aarch64 on the guest in its own process group, killing the group
+ * with SIGKILL at the time limit or when weft gets SIGINT/SIGTERM. */
+int guest_run_qemu(const guest_run *run, guest_result *res);
+/* Path of the tracer plugin (WEFT_PLUGIN, next to the weft binary, or the
+ * build tree). */
+const char *guest_plugin_path(void);
+const char *guest_qemu_path(void);
+
+/* Run the guest under the tracer writing `trace_path`, make sure a readable
+ * trace exists afterwards whatever happened to the guest (salvaging the
+ * spool if needed, recording signals and timeouts in it): fills r and the
+ * final trace flags. Exact-mode runs with run->speculate are speculated.
+ * Returns 0, or -1 after printing one line (no readable trace). */
+int guest_trace_run(const guest_run *run, const char *trace_path, guest_result *r,
+                    uint32_t *final_flags);
+/* One run of qemu for guest_trace_run (no speculation). */
+int guest_trace_run_once(const guest_run *run, const char *trace_path, guest_result *r,
+                         uint32_t *final_flags);
+/* guest_trace_run's exact mode by speculation: run with few gates, let the
+ * tracer check the order, run again gating what it blamed (speculate.c). */
+int guest_trace_run_speculative(const guest_run *run, const char *trace_path, guest_result *r,
+                                uint32_t *final_flags);
+
+/* Exit statuses of a traced run as weft trace returns them. */
+#define GUEST_EXIT_TIMED_OUT 124
+#define GUEST_EXIT_DEADLOCK 125
+#define GUEST_EXIT_INTERRUPTED 130
+/* weft trace's exit status for a run's outcome. */
+int guest_exit_status(const guest_result *r, uint32_t trace_flags);
+
+#endif

@@ -1,0 +1,252 @@
+/* Exact mode by speculation, weft's side: the tracer gates only atomics,
+ * syscalls and the pcs learnt so far and checks the order of everything
+ * else (tracer/plugin_spec.c). An attempt it blames nothing in is ordered
+ * exactly like a fully gated run, and its trace is the same byte for byte;
+ * otherwise the program runs again with the blamed pcs gated. The last
+ * attempt gates every access, so the answer never depends on speculation.
+ *
+ * The guest must see the same kinds of streams as without speculation (the
+ * C library buffers a terminal, a pipe, a file and /dev/null differently,
+ * which changes the trace), and nothing may be lost or shown twice. Output
+ * to a regular file is held in a file and written once, for the attempt that
+ * counts; /dev/null is passed through; input from a regular file is rewound.
+ * A terminal, pipe or socket can be neither held nor replayed without
+ * changing what the guest sees, so then there is one fully gated run. A
+ * guest with side effects (files it writes) repeats them per attempt. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "weft/guest.h"
+#include "weft/trace.h"
+
+#define SPEC_ATTEMPTS 4 /* the last one gates every access */
+
+/* Functions whose plain accesses are gated from the first run, because
+ * nearly every program would otherwise need a second: glibc's join reads
+ * the joined thread's tid, which the kernel clears at that thread's exit,
+ * and main often gets there first on the host. */
+static const char *const seeded_functions[] = {"__pthread_clockjoin_ex"};
+
+typedef struct spec_run {
+    char dir[4096];
+    char learn[4200], gates[4200], out[4200], err[4200];
+    uint64_t *pcs;
+    size_t npcs, cap;
+    uint64_t unordered; /* the last run's gated accesses found out of order */
+} spec_run;
+
+typedef enum stream_use { STREAM_NO, STREAM_PASS, STREAM_FILE } stream_use;
+
+/* How a standard stream can take part in several attempts. */
+static stream_use stream_plan(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return STREAM_PASS; /* closed */
+    if (S_ISREG(st.st_mode))
+        return STREAM_FILE;
+    /* /dev/null and the like; not a terminal, which is read interactively. */
+    return S_ISCHR(st.st_mode) && !isatty(fd) ? STREAM_PASS : STREAM_NO;
+}
+
+/* ",gaterange=LO-HI" for each seeded function of a fixed-address (ET_EXEC)
+ * binary; others (PIE, shared libc) load elsewhere and get none. */
+static void seed_ranges(const char *binary, char *out, size_t len)
+{
+    out[0] = 0;
+    Elf64_Ehdr eh;
+    FILE *f = fopen(binary, "rb");
+    int fixed = f && fread(&eh, sizeof eh, 1, f) == 1 && eh.e_type == ET_EXEC;
+    if (f)
+        fclose(f);
+    char err[256];
+    weft_symbols *syms = fixed ? weft_symbols_open(binary, err, sizeof err) : NULL;
+    size_t n = 0;
+    for (size_t i = 0; syms && i < sizeof seeded_functions / sizeof *seeded_functions; i++) {
+        uint64_t addr, size;
+        if (weft_symbols_function(syms, seeded_functions[i], &addr, &size) == 0 && size && n < len)
+            n += (size_t)snprintf(out + n, len - n, ",gaterange=0x%" PRIx64 "-0x%" PRIx64, addr,
+                                  addr + size);
+    }
+    if (syms)
+        weft_symbols_close(syms);
+}
+
+static int add_pc(spec_run *s, uint64_t pc)
+{
+    for (size_t i = 0; i < s->npcs; i++)
+        if (s->pcs[i] == pc)
+            return 0;
+    if (s->npcs == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        uint64_t *p = realloc(s->pcs, cap * sizeof *p);
+        if (!p)
+            return -1;
+        s->pcs = p;
+        s->cap = cap;
+    }
+    s->pcs[s->npcs++] = pc;
+    return 1;
+}
+
+/* Reads what the tracer blamed. Returns the number of new pcs, or -1 when
+ * the attempt could not be checked at all (the next one gates everything). */
+static int read_learnt(spec_run *s)
+{
+    FILE *f = fopen(s->learn, "r");
+    if (!f)
+        return -1;
+    char line[256];
+    int fresh = 0, unchecked = 0;
+    s->unordered = 0;
+    while (fgets(line, sizeof line, f)) {
+        uint64_t pc;
+        const char *u = strstr(line, " unordered=");
+        if (!strncmp(line, "done:", 5) && u)
+            s->unordered = strtoull(u + 11, NULL, 10);
+        if (!strncmp(line, "abandon", 7)) {
+            unchecked = 1;
+        } else if (!strncmp(line, "0x", 2) && sscanf(line, "%" SCNx64, &pc) == 1) {
+            int r = add_pc(s, pc);
+            if (r < 0)
+                unchecked = 1;
+            fresh += r > 0;
+        }
+    }
+    fclose(f);
+    return unchecked ? -1 : fresh;
+}
+
+static int write_gates(const spec_run *s)
+{
+    FILE *f = fopen(s->gates, "w");
+    if (!f)
+        return -1;
+    for (size_t i = 0; i < s->npcs; i++)
+        fprintf(f, "0x%" PRIx64 "\n", s->pcs[i]);
+    return fclose(f);
+}
+
+/* The guest's output of the attempt that counts, to weft's own streams. */
+static void show_output(const char *path, FILE *to)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        if (fwrite(buf, 1, n, to) != n)
+            break;
+    fclose(f);
+    fflush(to);
+}
+
+static void cleanup(spec_run *s)
+{
+    unlink(s->learn);
+    unlink(s->gates);
+    unlink(s->out);
+    unlink(s->err);
+    rmdir(s->dir);
+    free(s->pcs);
+}
+
+int guest_trace_run_speculative(const guest_run *run, const char *trace_path, guest_result *r,
+                                uint32_t *final_flags)
+{
+    stream_use in = stream_plan(STDIN_FILENO), out = stream_plan(STDOUT_FILENO),
+               err = stream_plan(STDERR_FILENO);
+    off_t rewind_to = in == STREAM_FILE ? lseek(STDIN_FILENO, 0, SEEK_CUR) : -1;
+    if (in == STREAM_NO || out == STREAM_NO || err == STREAM_NO ||
+        (in == STREAM_FILE && rewind_to < 0)) {
+        int rc = guest_trace_run_once(run, trace_path, r, final_flags);
+        r->unspeculated = 1;
+        return rc;
+    }
+    spec_run s = {0};
+    const char *tmp = getenv("TMPDIR");
+    snprintf(s.dir, sizeof s.dir, "%s/weft-spec-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(s.dir)) {
+        fprintf(stderr,
+                "weft: %s: cannot create a temporary folder (%s); exact mode gates every "
+                "access\n",
+                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        int rc = guest_trace_run_once(run, trace_path, r, final_flags);
+        r->unspeculated = 2; /* said why */
+        return rc;
+    }
+    snprintf(s.learn, sizeof s.learn, "%s/learnt", s.dir);
+    snprintf(s.gates, sizeof s.gates, "%s/gates", s.dir);
+    snprintf(s.out, sizeof s.out, "%s/stdout", s.dir);
+    snprintf(s.err, sizeof s.err, "%s/stderr", s.dir);
+
+    guest_run attempt = *run;
+    attempt.capture_out = out == STREAM_FILE ? s.out : NULL;
+    attempt.capture_err = err == STREAM_FILE ? s.err : NULL;
+    struct stat so, se;
+    if (out == STREAM_FILE && err == STREAM_FILE && fstat(STDOUT_FILENO, &so) == 0 &&
+        fstat(STDERR_FILENO, &se) == 0 && so.st_dev == se.st_dev && so.st_ino == se.st_ino)
+        attempt.capture_err = attempt.capture_out; /* 2>&1: keep the guest's interleaving */
+    char seeded[512];
+    seed_ranges(run->binary, seeded, sizeof seeded);
+    size_t base_len = strlen(run->plugin_args);
+    char *args = malloc(base_len + sizeof seeded + 2 * sizeof s.learn + 32);
+    double wall = 0;
+    int rc = -1, runs = 0, last = 0;
+    for (int n = 1;; n++) {
+        last = n >= SPEC_ATTEMPTS;
+        if (last)
+            strcpy(args, run->plugin_args);
+        else
+            sprintf(args, "%s,spec=%s%s%s%s", run->plugin_args, s.learn, seeded,
+                    s.npcs ? ",gates=" : "", s.npcs ? s.gates : "");
+        attempt.plugin_args = args;
+        if (run->timeout_s) {
+            double left = run->timeout_s - wall;
+            attempt.timeout_s = left < 1 ? 1 : (unsigned)(left + 0.5);
+        }
+        int fd = open(s.learn, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            close(fd);
+        if (rewind_to >= 0)
+            lseek(STDIN_FILENO, rewind_to, SEEK_SET);
+        rc = guest_trace_run_once(&attempt, trace_path, r, final_flags);
+        wall += r->wall_s;
+        runs++;
+        if (rc != 0 || last || r->end == GUEST_INTERRUPTED)
+            break;
+        int fresh = read_learnt(&s);
+        if (fresh == 0)
+            break; /* nothing blamed: ordered like a fully gated run */
+        if (run->timeout_s && wall >= run->timeout_s) {
+            weft_error("%s: timed out after %d runs, the last not ordered exactly", trace_path,
+                       runs);
+            break;
+        }
+        if (fresh < 0)
+            n = SPEC_ATTEMPTS - 1; /* could not check: gate everything next */
+        else if (write_gates(&s) != 0)
+            n = SPEC_ATTEMPTS - 1;
+    }
+    free(args);
+    if (attempt.capture_out)
+        show_output(s.out, stdout);
+    if (attempt.capture_err && attempt.capture_err != attempt.capture_out)
+        show_output(s.err, stderr);
+    r->wall_s = wall;
+    r->attempts = runs;
+    r->fully_gated = last;
+    r->gates_learnt = s.npcs;
+    r->unordered = last ? 0 : s.unordered;
+    r->unspeculated = 0;
+    cleanup(&s);
+    return rc;
+}

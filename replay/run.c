@@ -1,0 +1,480 @@
+/* One seed of a replay: run the program under the policy, decide the
+ * verdict, and describe the run as one JSON line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "weft/replay.h"
+#include "weft/trace.h"
+
+static const char *const verdict_names[REPLAY_VERDICT_COUNT] = {
+    "pass", "bug", "exit", "wrong_output", "abort", "crash", "deadlock", "timeout"};
+
+const char *replay_verdict_name(replay_verdict v)
+{
+    return v < REPLAY_VERDICT_COUNT ? verdict_names[v] : "?";
+}
+
+int replay_verdict_parse(const char *name, replay_verdict *out)
+{
+    for (int i = 0; i < REPLAY_VERDICT_COUNT; i++)
+        if (name && !strcmp(name, verdict_names[i])) {
+            *out = (replay_verdict)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *replay_points_name(replay_points p)
+{
+    static const char *const names[] = {"none", "shared", "all", "pcs"};
+    return names[p];
+}
+
+int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "sched=%s,seed=%" PRIu64 ",depth=%" PRIu64, pct_kind_name(c->kind),
+                     seed, c->depth);
+    if (c->k)
+        n += snprintf(buf + n, len - (size_t)n, ",steps=%" PRIu64, c->k);
+    if (c->n)
+        n += snprintf(buf + n, len - (size_t)n, ",nthreads=%" PRIu64, c->n);
+    if (c->kind == PCT_KIND_RPRO)
+        n += snprintf(buf + n, len - (size_t)n, ",radius=%" PRIu64, c->radius);
+    if (c->starvation >= 0)
+        n += snprintf(buf + n, len - (size_t)n, ",starve=%.17g", c->starvation);
+    if (c->points == POINTS_NONE || c->points == POINTS_ALL)
+        n += snprintf(buf + n, len - (size_t)n, ",points=%s", replay_points_name(c->points));
+    else
+        n += snprintf(buf + n, len - (size_t)n, ",points=pcs:%s", c->pcs_path);
+    if (c->host_parallel)
+        n += snprintf(buf + n, len - (size_t)n, ",hostpar=1");
+    return n < (int)len ? 0 : -1;
+}
+
+/* Single-quote an argument for a shell when it needs it. */
+static size_t shell_word(char *buf, size_t len, const char *s)
+{
+    if (len == 0)
+        return 0;
+    if (*s &&
+        strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=+,@%") ==
+            strlen(s))
+        return (size_t)snprintf(buf, len, " %s", s);
+    size_t n = (size_t)snprintf(buf, len, " '");
+    for (; *s && n + 5 < len; s++)
+        n += *s == '\'' ? (size_t)snprintf(buf + n, len - n, "'\\''")
+                        : (size_t)snprintf(buf + n, len - n, "%c", *s);
+    if (n + 1 < len)
+        n += (size_t)snprintf(buf + n, len - n, "'");
+    return n;
+}
+
+void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size_t len)
+{
+    char tmp[PATH_MAX + 64];
+    size_t n = (size_t)snprintf(buf, len, "weft replay --sched %s --depth %" PRIu64,
+                                pct_kind_name(c->kind), c->depth);
+#define ADD(...) n += (n < len ? (size_t)snprintf(buf + n, len - n, __VA_ARGS__) : 0)
+    if (c->kind == PCT_KIND_RPRO)
+        ADD(" --radius %" PRIu64, c->radius);
+    ADD(" --steps %" PRIu64 " --threads %" PRIu64, c->k, c->n);
+    if (c->points == POINTS_NONE || c->points == POINTS_ALL) {
+        ADD(" --points %s", replay_points_name(c->points));
+    } else {
+        /* The shared points of the campaign, as a file: no profiling. */
+        snprintf(tmp, sizeof tmp, "pcs:%s", c->pcs_path);
+        ADD(" --points");
+        if (n < len)
+            n += shell_word(buf + n, len - n, tmp);
+    }
+    if (c->starvation >= 0)
+        ADD(" --starvation %.17g", c->starvation);
+    if (c->host_parallel)
+        ADD(" --host-parallel");
+    if (c->timeout != 60)
+        ADD(" --timeout %u", c->timeout);
+    if (c->expect_exit != 0)
+        ADD(" --expect-exit %d", c->expect_exit);
+    if (c->expect_output) {
+        ADD(" --expect-output");
+        if (n < len)
+            n += shell_word(buf + n, len - n, c->expect_output);
+    }
+    if (c->run.sysroot) {
+        ADD(" --sysroot");
+        if (n < len)
+            n += shell_word(buf + n, len - n, c->run.sysroot);
+    }
+    snprintf(tmp, sizeof tmp, "%s-seed-%" PRIu64, c->out_dir, seed);
+    ADD(" --seed %" PRIu64 " --save-trace --out", seed);
+    if (n < len)
+        n += shell_word(buf + n, len - n, tmp);
+    ADD(" --");
+    for (int i = 0; i < c->run.argc && n < len; i++)
+        n += shell_word(buf + n, len - n, c->run.argv[i]);
+#undef ADD
+}
+
+/* The first line of `path` starting with `prefix` (newline stripped), or
+ * the last non-empty line that is not qemu's or weft's when prefix is NULL. */
+static int find_line(const char *path, const char *prefix, int skip_tools, char *out, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[1024];
+    int found = -1;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (prefix ? !strncmp(line, prefix, strlen(prefix))
+                   : line[0] != 0 &&
+                         (!skip_tools || (strncmp(line, "qemu:", 5) && strncmp(line, "weft", 4)))) {
+            snprintf(out, len, "%s", line);
+            found = 0;
+            if (prefix)
+                break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* Line (1-based) where two files first differ, 0 if they are equal. */
+static long first_difference(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    long line = 1, diff = 0;
+    if (!fa || !fb) {
+        diff = 1;
+    } else {
+        for (;;) {
+            int x = getc(fa), y = getc(fb);
+            if (x != y) {
+                diff = line;
+                break;
+            }
+            if (x == EOF)
+                break;
+            if (x == '\n')
+                line++;
+        }
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return diff;
+}
+
+/* The plugin records a futex wait at syscall entry, where QEMU gives it no
+ * pc; the wait's place is then told by the thread's last events: the last
+ * instruction with a pc (inside the lock function, e.g.
+ * __pthread_mutex_lock) and the last one with a source line (the caller's
+ * code; a static glibc has no line information). */
+#define RECENT_PCS 256
+
+typedef struct thread_tail {
+    weft_event last;
+    int seen;
+    uint64_t pcs[RECENT_PCS]; /* ring of the thread's last distinct non-zero pcs */
+    unsigned npcs, head;
+} thread_tail;
+
+static void tail_add(thread_tail *t, const weft_event *ev)
+{
+    t->last = *ev;
+    t->seen = 1;
+    if (!ev->pc || (t->npcs && t->pcs[(t->head + RECENT_PCS - 1) % RECENT_PCS] == ev->pc))
+        return;
+    t->pcs[t->head] = ev->pc;
+    t->head = (t->head + 1) % RECENT_PCS;
+    if (t->npcs < RECENT_PCS)
+        t->npcs++;
+}
+
+static const char *base_name(const char *file)
+{
+    const char *b = file ? strrchr(file, '/') : NULL;
+    return b ? b + 1 : file;
+}
+
+/* Each live thread of a deadlocked run whose last event is a futex wait:
+ * which word, which object, where. Appends to `waits` and `detail`. */
+static void describe_waits(const char *trace_path, const char *binary, json_t *waits, char *detail,
+                           size_t len)
+{
+    char err[512];
+    weft_trace *t = weft_trace_open(trace_path, err, sizeof err);
+    if (!t)
+        return;
+    const weft_trace_summary *s = weft_trace_get_summary(t);
+    uint32_t nt = s->nthreads;
+    thread_tail *tails = calloc(nt ? nt : 1, sizeof *tails);
+    weft_event ev;
+    while (tails && weft_trace_next(t, &ev) == 1)
+        if (ev.thread < nt)
+            tail_add(&tails[ev.thread], &ev);
+    weft_symbols *syms = weft_symbols_open(binary, err, sizeof err);
+    size_t n = strlen(detail);
+    for (uint32_t i = 0; tails && i < nt; i++) {
+        const thread_tail *tt = &tails[i];
+        if (s->threads[i].exited || !tt->seen || tt->last.kind != WEFT_EV_FUTEX_WAIT)
+            continue;
+        const char *obj = NULL, *fn = NULL, *file = NULL, *ufn = NULL, *ufile = NULL;
+        const char *api = NULL; /* e.g. pthread_mutex_lock */
+        int line = 0, uline = 0;
+        uint64_t off = 0, pc = tt->last.pc, upc = 0;
+        if (syms) {
+            weft_symbols_data(syms, tt->last.addr, &obj, &off);
+            for (unsigned j = 0; j < tt->npcs; j++) {
+                uint64_t p = tt->pcs[(tt->head + RECENT_PCS - 1 - j) % RECENT_PCS];
+                const char *f = NULL, *fl = NULL;
+                int l = 0;
+                weft_symbols_pc(syms, p, &f, &fl, &l);
+                if (j == 0 && !pc) {
+                    pc = p;
+                    fn = f;
+                    file = fl;
+                    line = l;
+                }
+                /* The call the thread is in: the first function going back
+                 * that is not an atomic helper or the futex lock slow path. */
+                if (!api && f && strncmp(f, "__aarch64_", 10) && strncmp(f, "__lll_", 6) &&
+                    strncmp(f, "__futex", 7) && !strstr(f, "asynccancel"))
+                    api = f;
+                if (fl && l) {
+                    ufn = f;
+                    ufile = fl;
+                    uline = l;
+                    upc = p;
+                    break;
+                }
+            }
+            if (pc == tt->last.pc && pc)
+                weft_symbols_pc(syms, pc, &fn, &file, &line);
+        }
+        char futex[32], what[300], where[600];
+        snprintf(futex, sizeof futex, "0x%" PRIx64, tt->last.addr);
+        if (obj && off)
+            snprintf(what, sizeof what, "%s (%s+%" PRIu64 ")", futex, obj, off);
+        else if (obj)
+            snprintf(what, sizeof what, "%s (%s)", futex, obj);
+        else
+            snprintf(what, sizeof what, "%s", futex);
+        int w = 0;
+        if (api && fn && strcmp(api, fn))
+            w = snprintf(where, sizeof where, "in %s (%s)", api, fn);
+        else if (fn)
+            w = snprintf(where, sizeof where, "in %s", fn);
+        else
+            w = snprintf(where, sizeof where, "at pc 0x%" PRIx64, pc);
+        if (ufn && upc != pc)
+            snprintf(where + w, sizeof where - (size_t)w, ", last own code %s (%s:%d)", ufn,
+                     base_name(ufile), uline);
+        else if (ufn)
+            snprintf(where + w, sizeof where - (size_t)w, " (%s:%d)", base_name(ufile), uline);
+        json_t *o = json_object();
+        json_object_set_new(o, "thread", json_integer(i));
+        json_object_set_new(o, "futex", json_string(futex));
+        json_object_set_new(o, "object", obj ? json_string(obj) : json_null());
+        json_object_set_new(o, "pc", json_integer((json_int_t)pc));
+        json_object_set_new(o, "function", fn ? json_string(fn) : json_null());
+        json_object_set_new(o, "call", api ? json_string(api) : json_null());
+        json_object_set_new(o, "caller", ufn ? json_string(ufn) : json_null());
+        json_object_set_new(o, "file", ufile ? json_string(base_name(ufile)) : json_null());
+        json_object_set_new(o, "line", json_integer(uline));
+        json_object_set_new(o, "since_ns", json_integer((json_int_t)tt->last.time));
+        json_array_append_new(waits, o);
+        if (n < len)
+            n += (size_t)snprintf(detail + n, len - n, "%sT%u waits on futex %s %s", n ? "; " : "",
+                                  i, what, where);
+    }
+    if (syms)
+        weft_symbols_close(syms);
+    free(tails);
+    weft_trace_close(t);
+}
+
+/* Keep a file of a failing run in out_dir/traces under a seed's name. */
+static void keep(const char *from, const replay_config *c, uint64_t seed, const char *ext,
+                 char *kept, size_t len)
+{
+    char dir[PATH_MAX + 16], to[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s/traces", c->out_dir);
+    snprintf(to, sizeof to, "%s/seed-%" PRIu64 ".%s", dir, seed, ext);
+    if (weft_mkdirs(dir) == 0 && rename(from, to) == 0 && kept)
+        snprintf(kept, len, "traces/seed-%" PRIu64 ".%s", seed, ext);
+}
+
+int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, char **line,
+                    replay_verdict *verdict)
+{
+    char trace[PATH_MAX + 64], record[PATH_MAX + 64], out[PATH_MAX + 64], errf[PATH_MAX + 64];
+    snprintf(trace, sizeof trace, "%s/%" PRIu64 ".wtr", tmp_dir, seed);
+    snprintf(record, sizeof record, "%s/%" PRIu64 ".json", tmp_dir, seed);
+    snprintf(out, sizeof out, "%s/%" PRIu64 ".stdout", tmp_dir, seed);
+    snprintf(errf, sizeof errf, "%s/%" PRIu64 ".stderr", tmp_dir, seed);
+    unlink(record);
+    char args[PATH_MAX * 4];
+    if (replay_plugin_args(c, seed, args, sizeof args)) {
+        weft_error("plugin arguments too long");
+        return -1;
+    }
+    size_t al = strlen(args);
+    snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
+    guest_run run = c->run;
+    run.plugin_args = args;
+    run.timeout_s = c->timeout;
+
+    /* The guest's stdout and stderr go to files: always the same kind of
+     * file, so glibc buffers the same way and the schedule is the same. */
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int fe = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (saved_out < 0 || saved_err < 0 || fo < 0 || fe < 0) {
+        weft_error("%s: %s", tmp_dir, strerror(errno));
+        return -1;
+    }
+    dup2(fo, 1);
+    dup2(fe, 2);
+    close(fo);
+    close(fe);
+    guest_result r = {0};
+    uint32_t flags = 0;
+    int rc = guest_trace_run(&run, trace, &r, &flags);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(saved_out);
+    close(saved_err);
+    if (r.end == GUEST_INTERRUPTED) {
+        unlink(trace);
+        unlink(record);
+        unlink(out);
+        unlink(errf);
+        return 1;
+    }
+    if (rc != 0) {
+        char last[1024] = "";
+        find_line(errf, NULL, 0, last, sizeof last);
+        weft_error("seed %" PRIu64 ": the run produced no trace: %s", seed,
+                   last[0] ? last : "(no message)");
+        return -1;
+    }
+
+    char detail[2048] = "";
+    replay_verdict v = REPLAY_PASS;
+    json_t *waits = NULL;
+    if (flags & WEFT_TRACE_DEADLOCK) {
+        v = REPLAY_DEADLOCK;
+        waits = json_array();
+        describe_waits(trace, c->run.binary, waits, detail, sizeof detail);
+    } else if (r.end == GUEST_TIMED_OUT) {
+        v = REPLAY_TIMEOUT;
+        snprintf(detail, sizeof detail, "killed after %u s (livelock, or --timeout too short)",
+                 c->timeout);
+    } else if (r.end == GUEST_SIGNALED) {
+        v = r.status == SIGABRT ? REPLAY_ABORT : REPLAY_CRASH;
+        /* The guest's own last words (an assertion message) if any. */
+        char last[1024] = "";
+        find_line(errf, NULL, 1, last, sizeof last);
+        snprintf(detail, sizeof detail, "killed by signal %d (%s)%s%s", r.status,
+                 strsignal(r.status), last[0] ? ": " : "", last);
+    } else if (r.status != c->expect_exit) {
+        char bug[1024];
+        if (find_line(out, "BUG:", 0, bug, sizeof bug) == 0) {
+            v = REPLAY_BUG;
+            snprintf(detail, sizeof detail, "%s", bug);
+        } else {
+            v = REPLAY_EXIT;
+            snprintf(detail, sizeof detail, "exit status %d, expected %d", r.status,
+                     c->expect_exit);
+        }
+    } else if (c->expect_output) {
+        long l = first_difference(out, c->expect_output);
+        if (l) {
+            v = REPLAY_WRONG_OUTPUT;
+            snprintf(detail, sizeof detail, "stdout differs from %s at line %ld", c->expect_output,
+                     l);
+        }
+    }
+
+    /* What the policy did, from the plugin's record and the trace. */
+    json_t *rec = json_load_file(record, 0, NULL);
+    uint64_t makespan = 0, nthreads = 0;
+    char err[512];
+    weft_trace *t = weft_trace_open(trace, err, sizeof err);
+    if (t) {
+        makespan = weft_trace_get_summary(t)->makespan;
+        nthreads = weft_trace_get_summary(t)->nthreads;
+        weft_trace_close(t);
+    }
+    char kept[PATH_MAX] = "";
+    if ((v != REPLAY_PASS || c->seed_given) && c->save_trace) {
+        keep(trace, c, seed, "wtr", kept, sizeof kept);
+        keep(out, c, seed, "stdout", NULL, 0);
+        keep(errf, c, seed, "stderr", NULL, 0);
+    }
+    unlink(trace);
+    unlink(record);
+    unlink(out);
+    unlink(errf);
+
+    json_t *o = json_object();
+    json_object_set_new(o, "seed", json_integer((json_int_t)seed));
+    json_object_set_new(o, "verdict", json_string(replay_verdict_name(v)));
+    json_object_set_new(o, "detail", json_string(detail));
+    json_object_set_new(o, "policy", json_string(pct_kind_name(c->kind)));
+    json_object_set_new(o, "depth", json_integer((json_int_t)c->depth));
+    json_object_set_new(
+        o, "radius", c->kind == PCT_KIND_RPRO ? json_integer((json_int_t)c->radius) : json_null());
+    json_object_set_new(o, "n", json_integer((json_int_t)c->n));
+    json_object_set_new(o, "k", json_integer((json_int_t)c->k));
+    json_object_set_new(o, "points", json_string(replay_points_name(c->points)));
+    json_object_set_new(o, "exit_status",
+                        r.end == GUEST_EXITED ? json_integer(r.status) : json_null());
+    json_object_set_new(o, "signal",
+                        r.end == GUEST_SIGNALED ? json_integer(r.status) : json_null());
+    json_t *steps = rec ? json_object_get(rec, "steps") : NULL;
+    json_t *cps = rec ? json_object_get(rec, "change_points") : NULL;
+    json_t *ovr = rec ? json_object_get(rec, "overrides") : NULL;
+    json_object_set(o, "steps", steps ? steps : json_null());
+    json_object_set(o, "change_points", cps ? cps : json_null());
+    json_object_set(o, "overrides", ovr ? ovr : json_null());
+    json_object_set_new(o, "threads", json_integer((json_int_t)nthreads));
+    json_object_set_new(o, "makespan_ns", json_integer((json_int_t)makespan));
+    if (waits)
+        json_object_set_new(o, "waits", waits);
+    json_object_set_new(o, "trace", kept[0] ? json_string(kept) : json_null());
+    json_object_set_new(o, "wall_s", json_real(r.wall_s));
+    json_decref(rec);
+    char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    json_decref(o);
+    if (!s) {
+        weft_error("out of memory");
+        return -1;
+    }
+    size_t sl = strlen(s);
+    char *l = realloc(s, sl + 2);
+    if (!l) {
+        free(s);
+        return -1;
+    }
+    l[sl] = '\n';
+    l[sl + 1] = 0;
+    *line = l;
+    *verdict = v;
+    return 0;
+}

@@ -1,0 +1,298 @@
+/* The summary of a campaign, computed from its runs.jsonl alone (so files
+ * of several campaigns with the same configuration can be concatenated and
+ * summarized together). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "weft/replay.h"
+#include "weft/search.h"
+
+typedef struct run_row {
+    uint64_t seed, line;
+    int verdict;
+    int64_t steps, overrides;
+    uint64_t threads, makespan;
+    double wall;
+} run_row;
+
+static int cmp_row(const void *a, const void *b)
+{
+    const run_row *x = a, *y = b;
+    if (x->seed != y->seed)
+        return x->seed < y->seed ? -1 : 1;
+    return x->line < y->line ? -1 : x->line > y->line;
+}
+
+static int same_config(replay_summary *s, json_t *o, int first, char *err, size_t errlen,
+                       uint64_t line)
+{
+    const char *policy = json_string_value(json_object_get(o, "policy"));
+    const char *points = json_string_value(json_object_get(o, "points"));
+    uint64_t depth = (uint64_t)json_integer_value(json_object_get(o, "depth"));
+    uint64_t radius = (uint64_t)json_integer_value(json_object_get(o, "radius"));
+    uint64_t n = (uint64_t)json_integer_value(json_object_get(o, "n"));
+    uint64_t k = (uint64_t)json_integer_value(json_object_get(o, "k"));
+    if (!policy || !points) {
+        snprintf(err, errlen, "line %" PRIu64 ": no policy or points field", line);
+        return -1;
+    }
+    if (first) {
+        snprintf(s->policy, sizeof s->policy, "%s", policy);
+        snprintf(s->points, sizeof s->points, "%s", points);
+        s->depth = depth;
+        s->radius = radius;
+        s->n = n;
+        s->k = k;
+        return 0;
+    }
+    if (strcmp(s->policy, policy) || strcmp(s->points, points) || s->depth != depth ||
+        s->radius != radius || s->n != n || s->k != k) {
+        snprintf(err, errlen,
+                 "line %" PRIu64 ": configuration %s d=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64
+                 " points %s differs from the first line's %s d=%" PRIu64 " n=%" PRIu64
+                 " k=%" PRIu64 " points %s: summarize one configuration at a time",
+                 line, policy, depth, n, k, points, s->policy, s->depth, s->n, s->k, s->points);
+        return -1;
+    }
+    return 0;
+}
+
+int replay_summary_read(const char *path, replay_summary *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->first_hit_seed = UINT64_MAX;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %m", path);
+        return -1;
+    }
+    run_row *rows = NULL;
+    size_t nrows = 0, cap = 0;
+    char *buf = NULL;
+    size_t blen = 0;
+    ssize_t got;
+    uint64_t lineno = 0;
+    int rc = 0;
+    while ((got = getline(&buf, &blen, f)) > 0) {
+        lineno++;
+        if (buf[got - 1] != '\n')
+            break; /* a line cut short by a kill: not a finished run */
+        json_t *o = json_loads(buf, 0, NULL);
+        if (!o)
+            continue;
+        replay_verdict v;
+        json_t *seed = json_object_get(o, "seed");
+        if (!json_is_integer(seed) ||
+            replay_verdict_parse(json_string_value(json_object_get(o, "verdict")), &v)) {
+            json_decref(o);
+            continue;
+        }
+        if (same_config(s, o, nrows == 0, err, errlen, lineno)) {
+            json_decref(o);
+            rc = -1;
+            break;
+        }
+        if (nrows == cap) {
+            cap = cap ? cap * 2 : 256;
+            run_row *n = realloc(rows, cap * sizeof *n);
+            if (!n) {
+                json_decref(o);
+                snprintf(err, errlen, "out of memory");
+                rc = -1;
+                break;
+            }
+            rows = n;
+        }
+        json_t *st = json_object_get(o, "steps"), *ov = json_object_get(o, "overrides");
+        rows[nrows++] =
+            (run_row){.seed = (uint64_t)json_integer_value(seed),
+                      .line = lineno,
+                      .verdict = (int)v,
+                      .steps = json_is_integer(st) ? json_integer_value(st) : -1,
+                      .overrides = json_is_integer(ov) ? json_integer_value(ov) : -1,
+                      .threads = (uint64_t)json_integer_value(json_object_get(o, "threads")),
+                      .makespan = (uint64_t)json_integer_value(json_object_get(o, "makespan_ns")),
+                      .wall = json_number_value(json_object_get(o, "wall_s"))};
+        json_decref(o);
+    }
+    free(buf);
+    fclose(f);
+    if (rc) {
+        free(rows);
+        return -1;
+    }
+    if (nrows == 0) {
+        free(rows);
+        snprintf(err, errlen, "%s: no finished runs", path);
+        return -1;
+    }
+    qsort(rows, nrows, sizeof *rows, cmp_row);
+    double steps_sum = 0, makespan_sum = 0;
+    uint64_t steps_n = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        if (i && rows[i].seed == rows[i - 1].seed)
+            continue; /* a seed run twice counts once: the schedule is the same */
+        const run_row *r = &rows[i];
+        if (s->runs == 0)
+            s->seed_min = r->seed;
+        s->seed_max = r->seed;
+        s->runs++;
+        s->verdicts[r->verdict]++;
+        if (r->verdict != REPLAY_PASS) {
+            s->hits++;
+            if (s->first_hit_seed == UINT64_MAX) {
+                s->first_hit_seed = r->seed;
+                s->complete_prefix = r->seed - s->seed_min + 1 == s->runs;
+            }
+        }
+        if (r->overrides == 0)
+            s->runs_without_override++;
+        if (r->steps >= 0) {
+            steps_sum += (double)r->steps;
+            steps_n++;
+            if ((uint64_t)r->steps > s->steps_max)
+                s->steps_max = (uint64_t)r->steps;
+        }
+        if (r->threads > s->threads_max)
+            s->threads_max = r->threads;
+        makespan_sum += (double)r->makespan;
+        s->wall_total_s += r->wall;
+    }
+    free(rows);
+    s->steps_mean = steps_n ? steps_sum / (double)steps_n : 0;
+    s->makespan_mean_ns = makespan_sum / (double)s->runs;
+    s->wall_mean_s = s->wall_total_s / (double)s->runs;
+    s->hit_rate = (double)s->hits / (double)s->runs;
+    search_clopper_pearson(s->hits, s->runs, 0.95, &s->ci_lo, &s->ci_hi);
+    pct_kind kind;
+    s->bound = pct_kind_parse(s->policy, &kind) == 0
+                   ? pct_guarantee(kind, s->n, s->k, s->depth, s->radius)
+                   : 0;
+    return 0;
+}
+
+/* Dump o (consumed) with a final newline, atomically. */
+static int write_json(json_t *o, const char *path, char *err, size_t errlen)
+{
+    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) : NULL;
+    json_decref(o);
+    if (!text) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t len = strlen(text);
+    char *t2 = realloc(text, len + 2);
+    if (t2) {
+        text = t2;
+        text[len++] = '\n';
+        text[len] = 0;
+    }
+    int rc = weft_write_atomic(path, text, len, err, errlen);
+    free(text);
+    return rc;
+}
+
+/* No wall time in here: a summary is a function of the runs' lines alone, so
+ * shards merged with weft merge give the same bytes as one campaign. */
+int replay_summary_write(const replay_summary *s, const char *path, char *err, size_t errlen)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "policy", json_string(s->policy));
+    json_object_set_new(o, "depth", json_integer((json_int_t)s->depth));
+    json_object_set_new(
+        o, "radius", strcmp(s->policy, "rpro") ? json_null() : json_integer((json_int_t)s->radius));
+    json_object_set_new(o, "n", json_integer((json_int_t)s->n));
+    json_object_set_new(o, "k", json_integer((json_int_t)s->k));
+    json_object_set_new(o, "points", json_string(s->points));
+    json_object_set_new(o, "runs", json_integer((json_int_t)s->runs));
+    json_object_set_new(o, "hits", json_integer((json_int_t)s->hits));
+    json_object_set_new(o, "hit_rate", json_real(s->hit_rate));
+    json_object_set_new(o, "ci95", json_pack("[f,f]", s->ci_lo, s->ci_hi));
+    json_object_set_new(o, "bound", json_real(s->bound));
+    json_object_set_new(o, "runs_without_override",
+                        json_integer((json_int_t)s->runs_without_override));
+    json_t *v = json_object();
+    for (int i = 0; i < REPLAY_VERDICT_COUNT; i++)
+        json_object_set_new(v, replay_verdict_name((replay_verdict)i),
+                            json_integer((json_int_t)s->verdicts[i]));
+    json_object_set_new(o, "verdicts", v);
+    json_object_set_new(o, "seeds",
+                        json_pack("[I,I]", (json_int_t)s->seed_min, (json_int_t)s->seed_max));
+    json_object_set_new(o, "first_hit_seed",
+                        s->first_hit_seed == UINT64_MAX
+                            ? json_null()
+                            : json_integer((json_int_t)s->first_hit_seed));
+    json_object_set_new(o, "runs_to_first_hit",
+                        s->first_hit_seed != UINT64_MAX && s->complete_prefix
+                            ? json_integer((json_int_t)(s->first_hit_seed - s->seed_min + 1))
+                            : json_null());
+    json_object_set_new(o, "steps_mean", json_real(s->steps_mean));
+    json_object_set_new(o, "steps_max", json_integer((json_int_t)s->steps_max));
+    json_object_set_new(o, "threads_max", json_integer((json_int_t)s->threads_max));
+    json_object_set_new(o, "makespan_ns_mean", json_real(s->makespan_mean_ns));
+    return write_json(o, path, err, errlen);
+}
+
+int replay_timing_write(const replay_summary *s, const char *path, double campaign_wall_s,
+                        char *err, size_t errlen)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "runs", json_integer((json_int_t)s->runs));
+    json_object_set_new(o, "wall_s_per_run", json_real(s->wall_mean_s));
+    json_object_set_new(o, "wall_s_runs_total", json_real(s->wall_total_s));
+    json_object_set_new(o, "wall_s_campaign",
+                        campaign_wall_s >= 0 ? json_real(campaign_wall_s) : json_null());
+    return write_json(o, path, err, errlen);
+}
+
+static const char *bound_formula(const char *policy, uint64_t d)
+{
+    if (!strcmp(policy, "pct") || !strcmp(policy, "ppct"))
+        return d == 1 ? "1/n" : "1/(n k^(d-1))";
+    if (!strcmp(policy, "rpro"))
+        return d == 1 ? "1/n" : "1/(n k (2r)^(d-2))";
+    return NULL;
+}
+
+void replay_summary_print(const replay_summary *s, FILE *out)
+{
+    fprintf(out, "summary: %s, depth %" PRIu64, s->policy, s->depth);
+    if (!strcmp(s->policy, "rpro"))
+        fprintf(out, ", radius %" PRIu64, s->radius);
+    fprintf(out, ", n = %" PRIu64 ", k = %" PRIu64 ", points %s; seeds %" PRIu64 "..%" PRIu64 "\n",
+            s->n, s->k, s->points, s->seed_min, s->seed_max);
+    fprintf(out, "  runs      %" PRIu64 "\n", s->runs);
+    fprintf(out, "  hits      %" PRIu64 " = %.4g%% (95%% CI %.4g%% .. %.4g%%, Clopper-Pearson)\n",
+            s->hits, 100 * s->hit_rate, 100 * s->ci_lo, 100 * s->ci_hi);
+    fprintf(out, "  verdicts ");
+    for (int i = 0; i < REPLAY_VERDICT_COUNT; i++)
+        if (s->verdicts[i])
+            fprintf(out, " %s %" PRIu64, replay_verdict_name((replay_verdict)i), s->verdicts[i]);
+    fprintf(out, "\n");
+    const char *f = bound_formula(s->policy, s->depth);
+    if (f)
+        fprintf(out,
+                "  bound     %.4g%% per run = %s for a depth-%" PRIu64 " bug%s (runs without a "
+                "starvation override: %" PRIu64 ")\n",
+                100 * s->bound, f, s->depth,
+                !strcmp(s->policy, "rpro") && s->depth > 1 ? " within the radius" : "",
+                s->runs_without_override);
+    else
+        fprintf(out, "  bound     none claimed for %s\n", s->policy);
+    if (s->first_hit_seed != UINT64_MAX) {
+        fprintf(out, "  first hit seed %" PRIu64, s->first_hit_seed);
+        if (s->complete_prefix)
+            fprintf(out, " (run %" PRIu64 " of the seeds from %" PRIu64 ")",
+                    s->first_hit_seed - s->seed_min + 1, s->seed_min);
+        fprintf(out, "\n");
+    }
+    fprintf(out,
+            "  per run   %.3f s wall, %.0f schedule points (max %" PRIu64
+            "), virtual makespan %.0f ns\n",
+            s->wall_mean_s, s->steps_mean, s->steps_max, s->makespan_mean_ns);
+}
