@@ -7,20 +7,19 @@
 
 #include "weft/guest.h"
 
-int cmd_trace(int argc, char **argv);
-int cmd_info(int argc, char **argv);
-int cmd_export(int argc, char **argv);
-int cmd_optimize(int argc, char **argv);
-int cmd_inject(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
-int cmd_demo(int argc, char **argv);
-int cmd_merge(int argc, char **argv);
-int cmd_report(int argc, char **argv);
+#include "options.h"
+
+/* The subcommands, one file each (cmd_NAME.c). */
+extern const cli_command cli_cmd_trace, cli_cmd_info, cli_cmd_export, cli_cmd_optimize,
+    cli_cmd_inject, cli_cmd_replay, cli_cmd_merge, cli_cmd_report, cli_cmd_demo, cli_cmd_completion;
 
 /* One-line error on stderr, prefixed "weft: ". */
 #define cli_error weft_error
 
-/* Parse a decimal option value in [lo, hi]; prints the error itself. */
-int cli_parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+/* Open a trace and, when the traced binary is still where it was, its
+ * symbols (*syms NULL otherwise). Prints the error and returns NULL if the
+ * trace cannot be read. */
+weft_trace *cli_open_trace(const char *path, weft_symbols **syms);
+void cli_close_trace(weft_trace *t, weft_symbols *syms);
 
 #endif

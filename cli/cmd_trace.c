@@ -1,6 +1,6 @@
 /* weft trace: run a program on the ideal platform and record its trace. */
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,44 +12,15 @@
 #include "cli.h"
 #include "weft/trace.h"
 
-static void trace_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: weft trace [options] -o TRACE -- PROGRAM [ARGS...]\n\n"
-            "Runs PROGRAM (AArch64 Linux) on the ideal platform: one PE per thread,\n"
-            "1 instruction = cpi cycles, zero-time memory and syscalls, and records every\n"
-            "thread's memory events with virtual timestamps.\n\n"
-            "  -o, --output TRACE     trace file to write (default: weft.wtr)\n"
-            "  -m, --mode MODE        free: threads run in parallel, synchronization in\n"
-            "                         virtual-time order (default); exact: every shared\n"
-            "                         access in virtual-time order\n"
-            "      --cpi N            cycles per instruction (default 1)\n"
-            "      --ps-per-cycle N   picoseconds per cycle (default 1000: 1 cycle = 1 ns)\n"
-            "      --quantum N        exact mode: cycles a PE may run between gates (default 0)\n"
-            "      --no-speculate     exact mode: gate every shared access in one run instead\n"
-            "                         of gating what a checked run shows needs it (the trace\n"
-            "                         is the same; speculation may run the program up to 4\n"
-            "                         times and shows its output once)\n"
-            "  -f, --filter F         nonstack (default): drop each thread's own stack;\n"
-            "                         all; range:LO-HI (hex, repeatable); var:NAME (a global)\n"
-            "      --sysroot DIR      AArch64 root filesystem for a dynamically linked PROGRAM\n"
-            "  -t, --timeout S        kill the guest after S seconds of wall time (default 600)\n"
-            "      --max-threads N    PE pool size (default 512)\n"
-            "      --max-events N     stop recording after about N events (the guest runs\n"
-            "                         on; the trace is marked truncated; default: no limit)\n"
-            "  -q, --quiet            print only errors\n"
-            "  -h, --help             this help\n\n"
-            "Exit status: the guest's exit code, 128+N if it died of signal N, 124 if it\n"
-            "timed out, 125 on deadlock, 130 if interrupted; 1 or 2 for weft's own errors.\n");
-}
-
 typedef struct trace_opts {
     const char *out, *sysroot;
     char plugin_args[4096];
     size_t len;
-    unsigned timeout;
+    uint64_t timeout;
     int quiet;
     int exact, quantum, no_speculate;
+    const char *vars[16];
+    int nvars;
 } trace_opts;
 
 static int add_arg(trace_opts *o, const char *fmt, const char *val)
@@ -185,124 +156,153 @@ static int trace_run_and_report(const guest_run *run, const char *trace_path, in
     return guest_exit_status(&r, final_flags);
 }
 
-int cmd_trace(int argc, char **argv)
+/* An option the tracer takes as key=value: checked here, passed on. */
+static int plugin_u64(const cli_command *cmd, void *opts, const char *opt, const char *key,
+                      const char *arg, uint64_t lo, uint64_t hi)
 {
-    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
-                                         {"mode", required_argument, 0, 'm'},
-                                         {"cpi", required_argument, 0, 'c'},
-                                         {"ps-per-cycle", required_argument, 0, 'p'},
-                                         {"quantum", required_argument, 0, 'Q'},
-                                         {"no-speculate", no_argument, 0, 'N'},
-                                         {"filter", required_argument, 0, 'f'},
-                                         {"sysroot", required_argument, 0, 'S'},
-                                         {"timeout", required_argument, 0, 't'},
-                                         {"max-threads", required_argument, 0, 'M'},
-                                         {"max-events", required_argument, 0, 'E'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    trace_opts o = {.out = "weft.wtr", .timeout = 600};
-    const char *vars[16];
-    int nvars = 0;
     uint64_t x;
-    int c;
-    while ((c = getopt_long(argc, argv, "+o:m:f:t:qh", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            o.out = optarg;
-            break;
-        case 'm':
-            if (strcmp(optarg, "free") && strcmp(optarg, "exact")) {
-                cli_error("--mode: expected free or exact, got '%s'", optarg);
-                return WEFT_EXIT_USAGE;
-            }
-            if (add_arg(&o, "mode=%s", optarg))
-                return WEFT_EXIT_USAGE;
-            o.exact = !strcmp(optarg, "exact");
-            break;
-        case 'N':
-            o.no_speculate = 1;
-            break;
-        case 'c':
-            if (cli_parse_u64("--cpi", optarg, 1, 1000000, &x) || add_arg(&o, "cpi=%s", optarg))
-                return WEFT_EXIT_USAGE;
-            break;
-        case 'p':
-            if (cli_parse_u64("--ps-per-cycle", optarg, 1, 1000000000, &x) ||
-                add_arg(&o, "ps=%s", optarg))
-                return WEFT_EXIT_USAGE;
-            break;
-        case 'Q':
-            if (cli_parse_u64("--quantum", optarg, 0, UINT32_MAX, &x) ||
-                add_arg(&o, "quantum=%s", optarg))
-                return WEFT_EXIT_USAGE;
-            o.quantum = x > 0;
-            break;
-        case 'M':
-            if (cli_parse_u64("--max-threads", optarg, 1, 65536, &x) ||
-                add_arg(&o, "maxpes=%s", optarg))
-                return WEFT_EXIT_USAGE;
-            break;
-        case 'E':
-            if (cli_parse_u64("--max-events", optarg, 1, UINT64_MAX, &x) ||
-                add_arg(&o, "maxev=%s", optarg))
-                return WEFT_EXIT_USAGE;
-            break;
-        case 't':
-            if (cli_parse_u64("--timeout", optarg, 1, 86400 * 7, &x))
-                return WEFT_EXIT_USAGE;
-            o.timeout = (unsigned)x;
-            break;
-        case 'f':
-            if (!strcmp(optarg, "all") || !strcmp(optarg, "nonstack")) {
-                if (add_arg(&o, "filter=%s", optarg))
-                    return WEFT_EXIT_USAGE;
-            } else if (!strncmp(optarg, "range:", 6)) {
-                unsigned long long lo, hi;
-                if (sscanf(optarg + 6, "%llx-%llx", &lo, &hi) != 2 || hi <= lo) {
-                    cli_error("--filter %s: expected range:LO-HI in hex with LO < HI", optarg);
-                    return WEFT_EXIT_USAGE;
-                }
-                if (add_arg(&o, "range=%s", optarg + 6))
-                    return WEFT_EXIT_USAGE;
-            } else if (!strncmp(optarg, "var:", 4) && optarg[4] && nvars < 16) {
-                vars[nvars++] = optarg + 4;
-            } else {
-                cli_error("--filter: expected nonstack, all, range:LO-HI or var:NAME, got '%s'",
-                          optarg);
-                return WEFT_EXIT_USAGE;
-            }
-            break;
-        case 'S':
-            o.sysroot = optarg;
-            break;
-        case 'q':
-            o.quiet = 1;
-            break;
-        case 'h':
-            trace_usage(stdout);
-            return WEFT_EXIT_OK;
-        default:
-            return WEFT_EXIT_USAGE; /* getopt printed the reason */
-        }
+    if (cli_parse_u64(cmd, opt, arg, lo, hi, &x))
+        return -1;
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "%s=%%s", key);
+    return add_arg(opts, fmt, arg);
+}
+
+static int parse_mode(const cli_command *cmd, const char *arg, void *opts)
+{
+    if (strcmp(arg, "free") && strcmp(arg, "exact")) {
+        cli_usage_error(cmd, "--mode: expected free or exact, got '%s'", arg);
+        return -1;
     }
-    if (optind >= argc) {
-        cli_error("trace: no program given (weft trace -o TRACE -- PROGRAM [ARGS])");
+    ((trace_opts *)opts)->exact = !strcmp(arg, "exact");
+    return add_arg(opts, "mode=%s", arg);
+}
+
+static int parse_cpi(const cli_command *cmd, const char *arg, void *opts)
+{
+    return plugin_u64(cmd, opts, "--cpi", "cpi", arg, 1, 1000000);
+}
+
+static int parse_ps(const cli_command *cmd, const char *arg, void *opts)
+{
+    return plugin_u64(cmd, opts, "--ps-per-cycle", "ps", arg, 1, 1000000000);
+}
+
+static int parse_quantum(const cli_command *cmd, const char *arg, void *opts)
+{
+    ((trace_opts *)opts)->quantum = strspn(arg, "0") != strlen(arg);
+    return plugin_u64(cmd, opts, "--quantum", "quantum", arg, 0, UINT32_MAX);
+}
+
+static int parse_max_threads(const cli_command *cmd, const char *arg, void *opts)
+{
+    return plugin_u64(cmd, opts, "--max-threads", "maxpes", arg, 1, 65536);
+}
+
+static int parse_max_events(const cli_command *cmd, const char *arg, void *opts)
+{
+    return plugin_u64(cmd, opts, "--max-events", "maxev", arg, 1, UINT64_MAX);
+}
+
+static int parse_filter(const cli_command *cmd, const char *arg, void *opts)
+{
+    trace_opts *o = opts;
+    if (!strcmp(arg, "all") || !strcmp(arg, "nonstack"))
+        return add_arg(o, "filter=%s", arg);
+    if (!strncmp(arg, "range:", 6)) {
+        unsigned long long lo, hi;
+        if (sscanf(arg + 6, "%llx-%llx", &lo, &hi) != 2 || hi <= lo) {
+            cli_usage_error(cmd, "--filter %s: expected range:LO-HI in hex with LO < HI", arg);
+            return -1;
+        }
+        return add_arg(o, "range=%s", arg + 6);
+    }
+    if (!strncmp(arg, "var:", 4) && arg[4] && o->nvars < 16) {
+        o->vars[o->nvars++] = arg + 4;
+        return 0;
+    }
+    cli_usage_error(cmd, "--filter: expected nonstack, all, range:LO-HI or var:NAME, got '%s'",
+                    arg);
+    return -1;
+}
+
+#define O(field) offsetof(trace_opts, field)
+
+static const cli_option trace_options[] = {
+    {"output", 'o', "TRACE", "trace file to write (default: weft.wtr)", CLI_STRING, O(out), 0, 0,
+     NULL, NULL},
+    {"mode", 'm', "MODE",
+     "free: threads run in parallel, synchronization in virtual-time\n"
+     "order (default); exact: every shared access in virtual-time order",
+     CLI_CUSTOM, 0, 0, 0, parse_mode, NULL},
+    {"cpi", 0, "N", "cycles per instruction (default 1)", CLI_CUSTOM, 0, 0, 0, parse_cpi, NULL},
+    {"ps-per-cycle", 0, "N", "picoseconds per cycle (default 1000: 1 cycle = 1 ns)", CLI_CUSTOM, 0,
+     0, 0, parse_ps, NULL},
+    {"quantum", 0, "N", "exact mode: cycles a PE may run between gates (default 0)", CLI_CUSTOM, 0,
+     0, 0, parse_quantum, NULL},
+    {"no-speculate", 0, NULL,
+     "exact mode: gate every shared access in one run instead of gating\n"
+     "what a checked run shows needs it (the trace is the same;\n"
+     "speculation may run the program up to 4 times and shows its\n"
+     "output once)",
+     CLI_FLAG, O(no_speculate), 0, 0, NULL, NULL},
+    {"filter", 'f', "F",
+     "nonstack (default): drop each thread's own stack; all;\n"
+     "range:LO-HI (hex, repeatable); var:NAME (a global)",
+     CLI_CUSTOM, 0, 0, 0, parse_filter, NULL},
+    {"sysroot", 0, "DIR", "AArch64 root filesystem for a dynamically linked PROGRAM", CLI_STRING,
+     O(sysroot), 0, 0, NULL, NULL},
+    {"timeout", 't', "S", "kill the guest after S seconds of wall time (default 600)", CLI_U64,
+     O(timeout), 1, 86400 * 7, NULL, NULL},
+    {"max-threads", 0, "N", "PE pool size (default 512)", CLI_CUSTOM, 0, 0, 0, parse_max_threads,
+     NULL},
+    {"max-events", 0, "N",
+     "stop recording after about N events (the guest runs on; the trace\n"
+     "is marked truncated; default: no limit)",
+     CLI_CUSTOM, 0, 0, 0, parse_max_events, NULL},
+    {"quiet", 'q', NULL, "print only errors", CLI_FLAG, O(quiet), 0, 0, NULL, NULL},
+};
+
+static int run_trace(int argc, char **argv)
+{
+    trace_opts o = {.out = "weft.wtr", .timeout = 600};
+    int first;
+    cli_seen seen;
+    int rc = cli_parse(&cli_cmd_trace, argc, argv, &o, &first, &seen);
+    if (rc)
+        return rc > 0 ? WEFT_EXIT_OK : WEFT_EXIT_USAGE;
+    if (first >= argc) {
+        cli_usage_error(&cli_cmd_trace, "no program given (weft trace -o TRACE -- PROGRAM)");
         return WEFT_EXIT_USAGE;
     }
-    guest_run run = {.binary = argv[optind],
-                     .argv = argv + optind,
-                     .argc = argc - optind,
+    guest_run run = {.binary = argv[first],
+                     .argv = argv + first,
+                     .argc = argc - first,
                      .sysroot = o.sysroot,
-                     .timeout_s = o.timeout,
+                     .timeout_s = (unsigned)o.timeout,
                      .speculate = o.exact && !o.quantum && !o.no_speculate};
     if (guest_check_binary(run.binary, run.sysroot) || check_output(o.out))
         return WEFT_EXIT_FAIL;
-    for (int i = 0; i < nvars; i++)
-        if (add_var_filter(&o, run.binary, vars[i]))
+    for (int i = 0; i < o.nvars; i++)
+        if (add_var_filter(&o, run.binary, o.vars[i]))
             return WEFT_EXIT_FAIL;
     if (add_arg(&o, "out=%s", o.out))
         return WEFT_EXIT_USAGE;
     run.plugin_args = o.plugin_args;
     return trace_run_and_report(&run, o.out, o.quiet);
 }
+
+const cli_command cli_cmd_trace = {
+    .name = "trace",
+    .summary = "run a program on the ideal platform and record its trace",
+    .usage = "[options] [-o TRACE] -- PROGRAM [ARGS...]",
+    .about = "Runs PROGRAM (AArch64 Linux) on the ideal platform: one PE per thread,\n"
+             "1 instruction = cpi cycles, zero-time memory and syscalls, and records every\n"
+             "thread's memory events with virtual timestamps.\n",
+    .footer = "Exit status: the guest's exit code, 128+N if it died of signal N, 124 if it\n"
+              "timed out, 125 on deadlock, 130 if interrupted; 1 or 2 for weft's own errors.\n",
+    .opts = trace_options,
+    .nopts = sizeof trace_options / sizeof *trace_options,
+    .stop_at_operand = 1,
+    .run = run_trace,
+};

@@ -1,9 +1,6 @@
 /* weft: run multithreaded AArch64 programs on an ideal platform, find where
- * their writes can collide, and replay them under PCT, PPCT and RPro. */
-#include <getopt.h>
-#include <stdarg.h>
+ * their writes can collide, and replay them under priority schedulers. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -12,39 +9,11 @@
 #define WEFT_VERSION "0.0.0"
 #endif
 
-static const struct subcommand {
-    const char *name;
-    int (*run)(int, char **);
-    const char *summary;
-} subcommands[] = {
-    {"trace", cmd_trace, "run a program on the ideal platform and record its trace"},
-    {"info", cmd_info, "summarize a trace: threads, events, shared variables"},
-    {"export", cmd_export, "convert a trace to Chrome/Perfetto JSON, VCD or CSV"},
-    {"optimize", cmd_optimize, "search delays that align writes; write an injection plan"},
-    {"inject", cmd_inject, "re-run a program with a plan's delays and check the collision"},
-    {"replay", cmd_replay, "replay a program under PCT, PPCT or RPro and report verdicts"},
-    {"merge", cmd_merge, "combine the runs of campaign shards into one campaign"},
-    {"report", cmd_report, "write one self-contained HTML page from a demo or campaign"},
-    {"demo", cmd_demo, "run the whole pipeline on a bundled program, with a report"},
+const cli_command *const cli_commands[] = {
+    &cli_cmd_trace,  &cli_cmd_info,  &cli_cmd_export, &cli_cmd_optimize, &cli_cmd_inject,
+    &cli_cmd_replay, &cli_cmd_merge, &cli_cmd_report, &cli_cmd_demo,     &cli_cmd_completion,
 };
-
-int cli_parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    if (!s || !*s || s[0] == '-') {
-        cli_error("%s: expected a number from %llu to %llu, got '%s'", opt, (unsigned long long)lo,
-                  (unsigned long long)hi, s ? s : "");
-        return -1;
-    }
-    unsigned long long x = strtoull(s, &end, 10);
-    if (*end || x < lo || x > hi) {
-        cli_error("%s: expected a number from %llu to %llu, got '%s'", opt, (unsigned long long)lo,
-                  (unsigned long long)hi, s);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
+const size_t cli_ncommands = sizeof cli_commands / sizeof *cli_commands;
 
 static void usage(FILE *out)
 {
@@ -53,44 +22,55 @@ static void usage(FILE *out)
                  "multi-core platform, finds delays that make their writes collide, and\n"
                  "replays them under priority schedulers to expose concurrency bugs.\n\n"
                  "commands:\n");
-    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
-        fprintf(out, "  %-9s %s\n", subcommands[i].name, subcommands[i].summary);
-    fprintf(out, "\n'weft COMMAND --help' describes a command.\n");
+    for (size_t i = 0; i < cli_ncommands; i++)
+        fprintf(out, "  %-10s %s\n", cli_commands[i]->name, cli_commands[i]->summary);
+    fprintf(out, "  %-10s %s\n", "help", "describe a command: weft help COMMAND");
+    fprintf(out, "\n'weft help COMMAND' or 'weft COMMAND --help' describes a command.\n"
+                 "Exit statuses: each command's help lists its own; 2 is always a bad\n"
+                 "command line.\n");
+}
+
+/* weft help [COMMAND] */
+static int help(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stdout);
+        return WEFT_EXIT_OK;
+    }
+    const cli_command *cmd = cli_find_command(argv[1]);
+    if (!cmd) {
+        weft_error("help: unknown command '%s' (see weft --help)", argv[1]);
+        return WEFT_EXIT_USAGE;
+    }
+    cli_help(cmd, stdout);
+    return WEFT_EXIT_OK;
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
-    int c;
-    opterr = 0; /* one line of our own instead of getopt's */
-    /* '+' stops at the subcommand, whose options are its own. */
-    while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h':
-            usage(stdout);
-            return WEFT_EXIT_OK;
-        case 'V':
-            printf("weft %s\n", WEFT_VERSION);
-            return WEFT_EXIT_OK;
-        default:
-            cli_error("unknown option '%s' (see weft --help)", argv[optind - 1]);
-            return WEFT_EXIT_USAGE;
-        }
-    }
-    if (optind >= argc) {
+    if (argc < 2) {
         usage(stderr);
         return WEFT_EXIT_USAGE;
     }
-    const char *name = argv[optind];
-    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++) {
-        if (strcmp(name, subcommands[i].name) == 0) {
-            int first = optind;
-            optind = 0; /* glibc: re-initialize getopt for the subcommand's own argv */
-            opterr = 1; /* subcommands let getopt name a bad option: one line */
-            return subcommands[i].run(argc - first, argv + first);
-        }
+    const char *name = argv[1];
+    if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
+        usage(stdout);
+        return WEFT_EXIT_OK;
     }
-    cli_error("unknown command '%s' (see weft --help)", name);
-    return WEFT_EXIT_USAGE;
+    if (!strcmp(name, "-V") || !strcmp(name, "--version")) {
+        printf("weft %s\n", WEFT_VERSION);
+        return WEFT_EXIT_OK;
+    }
+    if (!strcmp(name, "help"))
+        return help(argc - 1, argv + 1);
+    if (name[0] == '-') {
+        weft_error("unknown option '%s' (see weft --help)", name);
+        return WEFT_EXIT_USAGE;
+    }
+    const cli_command *cmd = cli_find_command(name);
+    if (!cmd) {
+        weft_error("unknown command '%s' (see weft --help)", name);
+        return WEFT_EXIT_USAGE;
+    }
+    return cmd->run(argc - 1, argv + 1);
 }

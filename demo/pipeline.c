@@ -202,7 +202,7 @@ static int campaigns(demo_ctx *ctx, demo_opts *o, uint64_t runs, int *step)
         demo_cmd_add(&c, "--sched"), demo_cmd_add(&c, policies[p]);
         demo_cmd_add(&c, "--depth"), demo_cmd_addf(&c, "%" PRIu64, o->depth);
         demo_cmd_add(&c, "--runs"), demo_cmd_addf(&c, "%" PRIu64, runs);
-        demo_cmd_add(&c, "--first-seed"), demo_cmd_addf(&c, "%" PRIu64, o->seed);
+        demo_cmd_add(&c, "--seed"), demo_cmd_addf(&c, "%" PRIu64, o->seed);
         demo_cmd_add(&c, "--jobs"), demo_cmd_addf(&c, "%" PRIu64, o->jobs);
         demo_cmd_add(&c, "--timeout"), demo_cmd_addf(&c, "%" PRIu64, o->timeout);
         demo_cmd_add(&c, "--save-trace"), demo_cmd_add(&c, "-q");

@@ -115,7 +115,7 @@ void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size
             n += shell_word(buf + n, len - n, c->run.sysroot);
     }
     snprintf(tmp, sizeof tmp, "%s-seed-%" PRIu64, c->out_dir, seed);
-    ADD(" --seed %" PRIu64 " --save-trace --out", seed);
+    ADD(" --seed %" PRIu64 " --save-trace --output", seed);
     if (n < len)
         n += shell_word(buf + n, len - n, tmp);
     ADD(" --");

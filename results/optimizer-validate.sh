@@ -34,7 +34,7 @@ for fx in $fixtures; do
     if timeout -s KILL 600 "$weft" optimize "$out/$fx.wtr" $args -o "$out/$fx.$name.plan.json" \
         >"$out/$fx.$name.optimize.txt" 2>&1; then
       timeout -s KILL 900 "$weft" inject "$out/$fx.$name.plan.json" --refine 3 --timeout 120 \
-        -j "$out/$fx.$name.json" -- "$bin" >"$out/$fx.$name.inject.txt" 2>&1 || true
+        --report-json "$out/$fx.$name.json" -- "$bin" >"$out/$fx.$name.inject.txt" 2>&1 || true
     fi
   done
   rm -f "$out/$fx.wtr"

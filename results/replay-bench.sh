@@ -39,7 +39,7 @@ start=$(date +%s)
 for fx in "${fixtures[@]}"; do
   bin="$build/fixtures/$fx"
   t0="$(now)"
-  "$weft" replay --sched pct --depth 2 --points shared --runs 1 --jobs 1 --quiet --out "$tmp/$fx-prof" \
+  "$weft" replay --sched pct --depth 2 --points shared --runs 1 --jobs 1 --quiet --output "$tmp/$fx-prof" \
     -- "$bin" >/dev/null 2>&1 || true
   prof="$(echo "$(now) - $t0" | bc -l)"
   n="$(jq .n "$tmp/$fx-prof/summary.json")"
@@ -49,7 +49,7 @@ for fx in "${fixtures[@]}"; do
     time_one "$tmp/$fx.plain" "$qemu" "$bin"
     time_one "$tmp/$fx.free" "$weft" trace -q --mode free -o "$tmp/$fx.wtr" -- "$bin"
     time_one "$tmp/$fx.pct" "$weft" replay --sched pct --depth 2 --steps "$k" --threads "$n" \
-      --points "pcs:$tmp/$fx.pcs" --seed "$i" --jobs 1 --out "$tmp/$fx-r" -- "$bin"
+      --points "pcs:$tmp/$fx.pcs" --seed "$i" --jobs 1 --output "$tmp/$fx-r" -- "$bin"
   done
   p="$(median "$tmp/$fx.plain")" f="$(median "$tmp/$fx.free")" r="$(median "$tmp/$fx.pct")"
   rows+=("$(printf '| %s | %s | %s | %.3f | %.3f | %.3f | %.2f× | %.2f× | %.2f× | %.2f |' "$fx" "$n" "$k" \

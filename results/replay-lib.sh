@@ -15,7 +15,7 @@ campaign() {
   if [ -f "$dir/campaign.json" ]; then resume=(--resume); else rm -rf "$dir"; fi
   # A campaign's exit status is 10 when a run failed: that is a finding here.
   timeout -s KILL 7200 "$weft" replay --sched "$sched" --depth "$depth" --runs "$runs" --jobs "$jobs" \
-    --timeout 60 --quiet --out "$dir" "${resume[@]}" "$@" -- "$build/fixtures/$fx" >>"$dir.log" 2>&1 || true
+    --timeout 60 --quiet --output "$dir" "${resume[@]}" "$@" -- "$build/fixtures/$fx" >>"$dir.log" 2>&1 || true
   if [ -f "$dir/summary.json" ]; then
     echo "${0##*/}: ${dir##*/}: $(jq -r '"\(.hits)/\(.runs) hits"' "$dir/summary.json")" >&2
   else

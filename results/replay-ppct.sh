@@ -26,7 +26,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 # n and k once, from the profiling run of a PCT campaign of one run.
-"$weft" replay --sched pct --runs 1 --jobs 1 --quiet --out "$tmp/profile" -- "$build/fixtures/$fx" \
+"$weft" replay --sched pct --runs 1 --jobs 1 --quiet --output "$tmp/profile" -- "$build/fixtures/$fx" \
   "${arg[@]}" >"$tmp/profile.log" 2>&1 || true
 n="$(jq .n "$tmp/profile/summary.json")"
 k="$(jq .k "$tmp/profile/summary.json")"
@@ -42,7 +42,7 @@ for d in 1 2 3 4; do
       [ "$pol" = ppct-hp ] && { sched=ppct; extra=(--host-parallel); }
       o="$tmp/$pol-$d-$seed"
       timeout -s KILL 600 "$weft" replay --sched "$sched" --depth "$d" --steps "$k" --threads "$n" \
-        --points shared --seed "$seed" --jobs 1 --timeout 300 "${extra[@]}" --out "$o" \
+        --points shared --seed "$seed" --jobs 1 --timeout 300 "${extra[@]}" --output "$o" \
         -- "$build/fixtures/$fx" "${arg[@]}" >"$o.log" 2>&1 || true
       jq -r --arg d "$d" --arg p "$pol" '"\($d)\t\($p)\t\(.seed)\t\(.verdict)\t\(.makespan_ns)\t\(.wall_s)"' \
         "$o/runs.jsonl" >>"$tsv.tmp"

@@ -84,15 +84,15 @@ check "replay program: missing: no output folder" test ! -e weft-replay
 rm -rf weft-replay
 
 # ---- weft trace: options and output path ----------------------------------
-expect "trace --cpi 0" 2 "weft: --cpi: expected a number from 1 to 1000000, got '0'" \
+expect "trace --cpi 0" 2 "weft trace: --cpi: expected a number from 1 to 1000000, got '0' (see weft trace --help)" \
   "$WEFT" trace --cpi 0 -o x.wtr -- ./lu
-expect "trace --timeout -1" 2 "weft: --timeout: expected a number from 1 to 604800, got '-1'" \
+expect "trace --timeout -1" 2 "weft trace: --timeout: expected a number from 1 to 604800, got '-1' (see weft trace --help)" \
   "$WEFT" trace --timeout -1 -o x.wtr -- ./lu
-expect "trace --timeout 0" 2 "weft: --timeout: expected a number from 1 to 604800, got '0'" \
+expect "trace --timeout 0" 2 "weft trace: --timeout: expected a number from 1 to 604800, got '0' (see weft trace --help)" \
   "$WEFT" trace --timeout 0 -o x.wtr -- ./lu
-expect "trace --max-threads 0" 2 "weft: --max-threads: expected a number from 1 to 65536, got '0'" \
+expect "trace --max-threads 0" 2 "weft trace: --max-threads: expected a number from 1 to 65536, got '0' (see weft trace --help)" \
   "$WEFT" trace --max-threads 0 -o x.wtr -- ./lu
-expect "trace --max-events 0" 2 "weft: --max-events: expected a number from 1 to 18446744073709551615, got '0'" \
+expect "trace --max-events 0" 2 "weft trace: --max-events: expected a number from 1 to 18446744073709551615, got '0' (see weft trace --help)" \
   "$WEFT" trace --max-events 0 -o x.wtr -- ./lu
 expect "trace --mode exact, TMPDIR missing" 0 \
   "weft: nosuch: cannot create a temporary folder (No such file or directory); exact mode gates every access" \
@@ -180,7 +180,7 @@ expect "optimize: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 136 (
 check "export/optimize of bad traces: no output" test ! -e x.json -a ! -e p.json
 
 # ---- weft export: options and output ---------------------------------------------
-expect "export --format bogus" 2 "weft: --format: expected chrome, vcd or csv, got 'bogus'" \
+expect "export --format bogus" 2 "weft export: --format: expected chrome, vcd or csv, got 'bogus' (see weft export --help)" \
   "$WEFT" export --format bogus lu.wtr
 expect "export -o in a missing folder" 1 "weft: nodir/x.json: cannot create: No such file or directory" \
   "$WEFT" export -o nodir/x.json lu.wtr
@@ -195,9 +195,9 @@ if [ -n "$full" ]; then
 fi
 
 # ---- weft optimize: options and output -------------------------------------------
-expect "optimize --runs -1" 2 "weft: --runs: expected a number from 1 to 1000000, got '-1'" \
+expect "optimize --runs -1" 2 "weft optimize: --runs: expected a number from 1 to 1000000, got '-1' (see weft optimize --help)" \
   "$WEFT" optimize lu.wtr --algo sa --runs -1
-expect "optimize --budget 0" 2 "weft: --budget: expected a number from 1 to 1099511627776, got '0'" \
+expect "optimize --budget 0" 2 "weft optimize: --budget: expected a number from 1 to 1099511627776, got '0' (see weft optimize --help)" \
   "$WEFT" optimize lu.wtr --algo sa --budget 0
 expect "optimize -o in a missing folder" 1 "weft: nodir/p.json: cannot write there: No such file or directory" \
   "$WEFT" optimize lu.wtr -o nodir/p.json
@@ -260,7 +260,7 @@ expect_as 'weft: seq.json: injections[0].seq: event 999999 is out of range (thre
   "weft: seq.json: injections[0].seq: event 999999 is out of range (thread 1 has $n events in the uninjected run)" \
   "$WEFT" inject seq.json
 check "plan: event out of range: no injected run" bash -c "! grep -q '^weft: injected run' '$work/out'"
-expect "inject --refine -1" 2 "weft: --refine: expected a number from 0 to 100, got '-1'" \
+expect "inject --refine -1" 2 "weft inject: --refine: expected a number from 0 to 100, got '-1' (see weft inject --help)" \
   "$WEFT" inject lu.json --refine -1
 if [ -n "$ro" ]; then
   expect "inject --report-json on a read-only fs" 1 \
@@ -270,17 +270,17 @@ fi
 check "inject: no temporary folder left" test -z "$(ls "$TMPDIR")"
 
 # ---- weft replay: numeric options -------------------------------------------------
-expect "replay --runs -1" 2 "weft: --runs: expected a number from 1 to 1099511627776, got '-1'" \
+expect "replay --runs -1" 2 "weft replay: --runs: expected a number from 1 to 1099511627776, got '-1' (see weft replay --help)" \
   "$WEFT" replay --runs -1 -- ./lu
-expect "replay --runs 0" 2 "weft: --runs: expected a number from 1 to 1099511627776, got '0'" \
+expect "replay --runs 0" 2 "weft replay: --runs: expected a number from 1 to 1099511627776, got '0' (see weft replay --help)" \
   "$WEFT" replay --runs 0 -- ./lu
-expect "replay --depth 0" 2 "weft: --depth: expected a number from 1 to 4096, got '0'" \
+expect "replay --depth 0" 2 "weft replay: --depth: expected a number from 1 to 4096, got '0' (see weft replay --help)" \
   "$WEFT" replay --depth 0 -- ./lu
-expect "replay --jobs 0" 2 "weft: --jobs: expected a number from 1 to 1024, got '0'" \
+expect "replay --jobs 0" 2 "weft replay: --jobs: expected a number from 1 to 1024, got '0' (see weft replay --help)" \
   "$WEFT" replay --jobs 0 -- ./lu
-expect "replay radius > k" 2 "weft: --radius 20: larger than the step budget k = 10" \
+expect "replay radius > k" 2 "weft replay: --radius 20: larger than the step budget k = 10 (see weft replay --help)" \
   "$WEFT" replay --sched rpro --steps 10 --radius 20 -- ./lu
-expect "replay --radius without rpro" 2 "weft: --radius: only for --sched rpro" \
+expect "replay --radius without rpro" 2 "weft replay: --radius: only for --sched rpro (see weft replay --help)" \
   "$WEFT" replay --sched pct --radius 2 -- ./lu
 check "replay usage errors: no output folder left" test ! -e weft-replay
 if [ -n "$ro" ]; then
@@ -290,7 +290,7 @@ fi
 
 # ---- the doc lists nothing this test did not check ---------------------------------
 # Every `weft: ...` line in the message column of a table row.
-awk -F' [|] ' '/^\| / && !/^\|---/ { print $2 }' "$doc" | grep -o '`weft: [^`]*`' | tr -d '`' |
+awk -F' [|] ' '/^\| / && !/^\|---/ { print $2 }' "$doc" | grep -oE '`weft( [a-z]+)?: [^`]*`' | tr -d '`' |
   sort -u >"$work/documented"
 sort -u "$work/checked" >"$work/checked.sorted"
 unchecked="$(comm -23 "$work/documented" "$work/checked.sorted")"

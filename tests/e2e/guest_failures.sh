@@ -45,7 +45,7 @@ for m in 0 1; do
   trace_ok "fork_exec exact mode $m" "$work/forkx.wtr" complete 4
   check "fork_exec exact mode $m: no stall escape" grep -q "stall escapes 0;" "$work/out"
 done
-run_status st "$WEFT" replay --sched pct --depth 2 --runs 5 --jobs 2 --timeout 30 --out "$work/forkr" \
+run_status st "$WEFT" replay --sched pct --depth 2 --runs 5 --jobs 2 --timeout 30 --output "$work/forkr" \
   -- "$WEFT_FIXTURES/fail_fork_exec" >"$work/out" 2>"$work/err"
 check "fork_exec replay: 5 pct runs pass (status $st)" \
   test "$st:$(jq -c '[.runs, .verdicts.pass]' "$work/forkr/summary.json" 2>/dev/null)" = "0:[5,5]"

@@ -67,7 +67,7 @@ open(f"{work}/target", "w").write(f"{seq} {t['time']} {seq + 1} {nxt['time']}\n"
 PY
 
 run_status st "$WEFT" inject "$work/plan.json" --refine 0 --timeout 60 --keep "$work/keep" \
-  -j "$work/report.json" >"$work/inject.out" 2>&1
+  --report-json "$work/report.json" >"$work/inject.out" 2>&1
 check "inject ran (status $st)" test "$st" -le 1
 check "inject: the planned read's injection is applied" \
   grep -Eq "injection 1: 7 ns before T1 seq [0-9]+ \(pc 0x[0-9a-f]+\): applied$" "$work/inject.out"

@@ -12,7 +12,7 @@ collide() {
   check "$name: optimize exits 0 (got $st)" test "$st" = 0
   check "$name: optimize prints the pair with its variable" grep -q "pair 1 on" "$work/$name.opt"
   check "$name: plan names the writer's function" grep -q '"function": "[a-z_]*worker"' "$plan"
-  run_status st "$WEFT" inject "$plan" --timeout 60 -j "$rep" -- "$WEFT_FIXTURES/$fx" >"$work/$name.inj" 2>&1
+  run_status st "$WEFT" inject "$plan" --timeout 60 --report-json "$rep" -- "$WEFT_FIXTURES/$fx" >"$work/$name.inj" 2>&1
   check "$name: inject exits 0: all planned alignments achieved (got $st)" test "$st" = 0
   check "$name: uninjected run passes" grep -q "^weft: uninjected run: exit 0 (passes)" "$work/$name.inj"
   check "$name: the planned writes collided" grep -q ": collided$" "$work/$name.inj"

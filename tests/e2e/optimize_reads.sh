@@ -39,7 +39,7 @@ i["delay_ns"] -= 1; i["delay_insns"] -= 1; del p["nudge_ns"]
 json.dump(plan, open(f"{work}/tied.json", "w"))
 PY
 
-run_status st "$WEFT" inject "$work/plan.json" --timeout 60 -j "$work/rep.json" >"$work/inj.out" 2>&1
+run_status st "$WEFT" inject "$work/plan.json" --timeout 60 --report-json "$work/rep.json" >"$work/inj.out" 2>&1
 check "inject exits 0: the planned order was achieved (got $st)" test "$st" = 0
 check "uninjected run passes" grep -q "^weft: uninjected run: exit 0 (passes)" "$work/inj.out"
 check "injected run fails the oracle: the read came first" \

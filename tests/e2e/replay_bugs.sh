@@ -21,7 +21,7 @@ campaign() { # fixture policy depth points verdict
   local fx="$1" sched="$2" depth="$3" points="$4" want="$5" out="$work/$1-$2-$3"
   run_status st timeout -s KILL 300 "$WEFT" replay --sched "$sched" --depth "$depth" \
     --points "$points" --runs 1000 --jobs 2 --timeout 30 --stop-on-hit --save-trace \
-    --out "$out" -- "$WEFT_FIXTURES/$fx" >"$out.log" 2>&1
+    --output "$out" -- "$WEFT_FIXTURES/$fx" >"$out.log" 2>&1
   check "$fx/$sched d$depth $points: a hit within 1000 runs (status $st)" test "$st" = 10
   local got
   got="$(jq -r 'select(.verdict != "pass") | .verdict' "$out/runs.jsonl" | sort -u | tr '\n' ' ')"

@@ -6,7 +6,7 @@ fx="$WEFT_FIXTURES/lost_update"
 
 # 60 runs, 2 at a time.
 run_status st "$WEFT" replay --sched random --points shared --runs 60 --jobs 2 --timeout 30 \
-  --out "$work/a" -- "$fx" >"$work/a.log" 2>&1
+  --output "$work/a" -- "$fx" >"$work/a.log" 2>&1
 check "campaign: status 10 (some runs hit; got $st)" test "$st" = 10
 check "runs.jsonl has 60 lines" test "$(wc -l <"$work/a/runs.jsonl")" = 60
 check "seeds 1..60, each once, in order" \
@@ -33,15 +33,15 @@ check "--summary recomputes it from runs.jsonl" \
 
 # Same arguments, one job: the same lines apart from wall times.
 run_status st "$WEFT" replay --sched random --points shared --runs 60 --jobs 1 --timeout 30 \
-  --out "$work/b" -- "$fx" >/dev/null 2>&1
+  --output "$work/b" -- "$fx" >/dev/null 2>&1
 check "deterministic: same runs.jsonl with --jobs 1 and --jobs 2 (without wall_s)" \
   cmp <(jq -c 'del(.wall_s)' "$work/a/runs.jsonl") <(jq -c 'del(.wall_s)' "$work/b/runs.jsonl")
 
 # The guaranteed bounds for the measured n and k.
-"$WEFT" replay --sched pct --depth 2 --points shared --runs 4 --out "$work/p" -- "$fx" >/dev/null 2>&1 || true
+"$WEFT" replay --sched pct --depth 2 --points shared --runs 4 --output "$work/p" -- "$fx" >/dev/null 2>&1 || true
 check "pct d2: bound = 1/(n k)" \
   test "$(jq '(.bound * .n * .k - 1 | fabs) < 1e-9' "$work/p/summary.json")" = true
-"$WEFT" replay --sched rpro --depth 3 --radius 5 --points shared --runs 4 --out "$work/r" -- "$fx" \
+"$WEFT" replay --sched rpro --depth 3 --radius 5 --points shared --runs 4 --output "$work/r" -- "$fx" \
   >/dev/null 2>&1 || true
 check "rpro d3 r5: bound = 1/(n k 2r)" \
   test "$(jq '(.bound * .n * .k * 10 - 1 | fabs) < 1e-9 and .radius == 5' "$work/r/summary.json")" = true
@@ -49,7 +49,7 @@ check "rpro d3 r5: bound = 1/(n k 2r)" \
 # Interrupt a campaign of a bug-free program half way with SIGINT.
 ok_fx="$WEFT_FIXTURES/lost_update_ok"
 timeout -s KILL 300 "$WEFT" replay --sched random --points shared --runs 300 --jobs 2 --timeout 30 \
-  --out "$work/i" -- "$ok_fx" >"$work/i1.log" 2>&1 &
+  --output "$work/i" -- "$ok_fx" >"$work/i1.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
   [ "$(wc -l <"$work/i/runs.jsonl" 2>/dev/null || echo 0)" -ge 20 ] && break
@@ -68,10 +68,10 @@ check "interrupted: every kept line is whole and its seed distinct" \
   test "$(jq -s '[.[].seed] | length == (unique | length)' "$work/i/runs.jsonl")" = true
 check "interrupted: no qemu left behind" bash -c "! pgrep -f 'qemu-aarch6[4].*${work}/i/' >/dev/null"
 run_status st "$WEFT" replay --sched random --depth 2 --points shared --runs 300 --resume \
-  --out "$work/i" -- "$ok_fx" >"$work/i2.log" 2>"$work/i2.err"
+  --output "$work/i" -- "$ok_fx" >"$work/i2.log" 2>"$work/i2.err"
 check "resume with another --depth: refused (status $st)" test "$st" = 2
 run_status st "$WEFT" replay --sched random --points shared --runs 300 --jobs 2 --timeout 30 --resume \
-  --out "$work/i" -- "$ok_fx" >"$work/i2.log" 2>&1
+  --output "$work/i" -- "$ok_fx" >"$work/i2.log" 2>&1
 check "resume: status 0 (got $st)" test "$st" = 0
 check "resume: ran exactly the $((300 - done1)) missing seeds" \
   grep -q "$((300 - done1)) to run ($done1 already done)" "$work/i2.log"

@@ -8,7 +8,7 @@ bad() { # name args...: status 2, exactly one line on stderr, nothing on stdout
   run_status st "$WEFT" replay "$@" >"$work/out" 2>"$work/err"
   check "$name: status 2 (got $st)" test "$st" = 2
   check "$name: one line on stderr ($(head -1 "$work/err"))" test "$(wc -l <"$work/err")" = 1
-  check "$name: line names weft or the command" grep -Eq '^(weft|replay): ' "$work/err"
+  check "$name: line names weft or the command" grep -Eq '^weft( replay)?: ' "$work/err"
 }
 bad "depth 0" --depth 0 -- "$fx"
 bad "negative runs" --runs -5 -- "$fx"
@@ -19,17 +19,21 @@ bad "radius > k" --sched rpro --steps 10 --threads 2 --radius 11 -- "$fx"
 bad "radius without rpro" --sched pct --radius 3 -- "$fx"
 bad "unknown points" --points some -- "$fx"
 bad "missing pcs file" --points pcs:/nonexistent/x.pcs -- "$fx"
-bad "seed and runs" --seed 3 --runs 10 -- "$fx"
 bad "jobs 0" --jobs 0 -- "$fx"
 bad "starvation 1" --starvation 1 -- "$fx"
 bad "host-parallel without ppct" --host-parallel -- "$fx"
 bad "unknown option" --frobnicate -- "$fx"
 bad "no program" --sched pct
 bad "depth beyond k" --sched pct --depth 12 --steps 10 --threads 2 --points none -- "$fx"
-bad "resume without a campaign" --resume --out "$work/nothing" -- "$fx"
+# --seed S --runs N: a campaign of seeds S..S+N-1.
+run_status st "$WEFT" replay --seed 3 --runs 2 --points none --jobs 1 --output "$work/s3" -- \
+  "$WEFT_FIXTURES/lost_update_ok" >/dev/null 2>&1
+check "--seed 3 --runs 2: seeds 3 and 4" \
+  test "$(jq -r .seed "$work/s3/runs.jsonl" | sort -n | tr '\n' ' ')" = "3 4 "
+bad "resume without a campaign" --resume --output "$work/nothing" -- "$fx"
 
 # The radius checked against the k a profiling run measured.
-run_status st "$WEFT" replay --sched rpro --depth 2 --radius 100000000 --points none --out "$work/rk" \
+run_status st "$WEFT" replay --sched rpro --depth 2 --radius 100000000 --points none --output "$work/rk" \
   -- "$fx" >"$work/out" 2>"$work/err"
 check "radius > measured k: status 2 (got $st)" test "$st" = 2
 check "radius > measured k: says k was measured" grep -q "profiling run" "$work/err"
@@ -45,7 +49,7 @@ check "--help: status 0" test "$st" = 0
 check "--help: lists the options" grep -q -- "--stop-on-hit" "$work/out"
 
 # Defaults are printed: policy, depth, k and n measured, points, seeds.
-run_status st "$WEFT" replay --out "$work/def" -- "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>&1
+run_status st "$WEFT" replay --output "$work/def" -- "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>&1
 check "defaults: one passing run (status $st)" test "$st" = 0
 check "defaults: printed" grep -Eq "^weft: pct, depth 1, k = [0-9]+, n = 3, points shared .*seeds 1\.\.1" "$work/out"
 check "defaults: k and n from a profiling run" grep -q "profiling run (random, seed 0" "$work/out"

@@ -11,7 +11,7 @@ while IFS=$'\t' read -r name threads kind depth status args; do
     read -r sched d points runs <<<"$cfg"
     out="$work/$name-$sched"
     run_status st timeout -s KILL 300 "$WEFT" replay --sched "$sched" --depth "$d" --points "$points" \
-      --runs "$runs" --jobs 2 --timeout 30 --out "$out" -- "$WEFT_FIXTURES/$name" >"$out.log" 2>&1
+      --runs "$runs" --jobs 2 --timeout 30 --output "$out" -- "$WEFT_FIXTURES/$name" >"$out.log" 2>&1
     check "$name/$sched d$d: $runs runs, no failure (status $st)" test "$st" = 0
     check "$name/$sched: summary says $runs runs, 0 hits" \
       test "$(jq -c '[.runs, .hits, .verdicts.pass]' "$out/summary.json")" = "[$runs,0,$runs]"

@@ -12,7 +12,7 @@ for c in "${cases[@]}"; do
   read -r fx sched d seed <<<"$c"
   for rep in 1 2 3; do
     run_status st "$WEFT" replay --sched "$sched" --depth "$d" --points shared --steps 400 --threads 3 \
-      --seed "$seed" --save-trace --timeout 60 --out "$work/$fx-$sched-$rep" -- "$WEFT_FIXTURES/$fx" \
+      --seed "$seed" --save-trace --timeout 60 --output "$work/$fx-$sched-$rep" -- "$WEFT_FIXTURES/$fx" \
       >"$work/$fx-$sched-$rep.log" 2>&1
     jq -c 'del(.wall_s, .trace)' "$work/$fx-$sched-$rep/runs.jsonl" >"$work/$fx-$sched-$rep.line"
   done
@@ -29,11 +29,11 @@ done
 c="$work/lost_update-random-1"
 env PARALLEL_SEQ=3 SLURM_ARRAY_TASK_ID=12 SOME_LONG_NAME="$(printf '%0200d' 0)" \
   "$WEFT" replay --sched random --depth 1 --points shared --steps 400 --threads 3 --seed 7 --save-trace \
-  --timeout 60 --out "$work/env" -- "$WEFT_FIXTURES/lost_update" >"$work/env.log" 2>&1 || true
+  --timeout 60 --output "$work/env" -- "$WEFT_FIXTURES/lost_update" >"$work/env.log" 2>&1 || true
 check "extra environment variables: the same trace" cmp -s "$c/traces/seed-7.wtr" "$work/env/traces/seed-7.wtr"
 WEFT_GUEST_ENV=SOME_LONG_NAME SOME_LONG_NAME="$(printf '%0200d' 0)" \
   "$WEFT" replay --sched random --depth 1 --points shared --steps 400 --threads 3 --seed 7 --save-trace \
-  --timeout 60 --out "$work/env2" -- "$WEFT_FIXTURES/lost_update" >"$work/env2.log" 2>&1 || true
+  --timeout 60 --output "$work/env2" -- "$WEFT_FIXTURES/lost_update" >"$work/env2.log" 2>&1 || true
 check "WEFT_GUEST_ENV passes a variable through (the run changes)" \
   bash -c "! cmp -s '$c/traces/seed-7.wtr' '$work/env2/traces/seed-7.wtr'"
 finish

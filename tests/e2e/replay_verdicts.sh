@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 
 one() { # name expected-status expected-verdict weft-replay-args...
   local name="$1" want_st="$2" want="$3"; shift 3
-  run_status st "$WEFT" replay --seed 1 --jobs 1 --out "$work/$name" "$@" >"$work/$name.log" 2>&1
+  run_status st "$WEFT" replay --seed 1 --jobs 1 --output "$work/$name" "$@" >"$work/$name.log" 2>&1
   check "$name: status $want_st (got $st)" test "$st" = "$want_st"
   check "$name: verdict $want" test "$(jq -r .verdict "$work/$name/runs.jsonl" 2>/dev/null)" = "$want"
   check "$name: printed" grep -q "^seed 1: $want" "$work/$name.log"
@@ -50,12 +50,12 @@ check "bug: the oracle's line is the detail" \
 # program always passes (no lost wake-up, no hang), a racy one still fails
 # sometimes, and the reproduce command keeps the mode.
 run_status st "$WEFT" replay --sched ppct --depth 2 --host-parallel --runs 20 --jobs 2 --timeout 60 \
-  --out "$work/hp8" -- "$WEFT_FIXTURES/parallel8" 100 >"$work/hp8.log" 2>&1
+  --output "$work/hp8" -- "$WEFT_FIXTURES/parallel8" 100 >"$work/hp8.log" 2>&1
 check "host-parallel parallel8: 20 runs pass (status $st)" \
   test "$st:$(jq -c '[.runs, .verdicts.pass]' "$work/hp8/summary.json")" = "0:[20,20]"
 check "host-parallel: recorded in campaign.json" test "$(jq .host_parallel "$work/hp8/campaign.json")" = true
 run_status st "$WEFT" replay --sched ppct --depth 2 --host-parallel --runs 100 --jobs 2 --timeout 60 \
-  --out "$work/hplu" -- "$WEFT_FIXTURES/lost_update" >"$work/hplu.log" 2>&1
+  --output "$work/hplu" -- "$WEFT_FIXTURES/lost_update" >"$work/hplu.log" 2>&1
 check "host-parallel lost_update: some of 100 runs lose an update (status $st)" \
   test "$st:$(jq -r '[.verdicts | to_entries[] | select(.value > 0) | .key] | sort | join(",")' "$work/hplu/summary.json")" = "10:bug,pass"
 check "host-parallel: the reproduce command keeps --host-parallel" grep -q "reproduce: .*--host-parallel" "$work/hplu.log"

@@ -1,15 +1,18 @@
 /* weft replay: runs of a program under a priority scheduler, their
  * verdicts, campaigns over many seeds and their summaries.
  *
- *   cmd_replay.c       options, profiling decisions, what is printed
- *   replay_profile.c   the profiling runs: k, n and the shared-access pcs
- *   replay_run.c       one seed: run, verdict, JSON line
- *   replay_campaign.c  many seeds in parallel, runs.jsonl, resume, progress
- *   replay_summary.c   the summary of a runs.jsonl
+ *   campaign_file.c  campaign.json, shards, starting a campaign
+ *   profile.c        the profiling runs: k, n and the shared-access pcs
+ *   run.c            one seed: run, verdict, JSON line
+ *   campaign.c       many seeds in parallel, runs.jsonl, resume, progress
+ *   summary.c        the summary of a runs.jsonl
+ *   merge.c          weft merge: shards into one campaign
+ *   inject.c         injected runs and their traces (weft inject)
+ *   inject_plan.c    weft inject: a plan's runs, refinement, the report
  *
  * docs/replay.md describes the command, the verdicts and the files. */
-#ifndef WEFT_CLI_REPLAY_H
-#define WEFT_CLI_REPLAY_H
+#ifndef WEFT_REPLAY_H
+#define WEFT_REPLAY_H
 
 #include <limits.h>
 #include <stdio.h>
@@ -42,7 +45,8 @@ typedef struct replay_config {
     uint64_t depth, radius;
     uint64_t k, n;        /* 0 until given or profiled */
     int k_given, n_given; /* from --steps / --threads */
-    double starvation;    /* < 0: the plugin's default */
+    int radius_given, runs_given, first_given, jobs_given;
+    double starvation; /* < 0: the plugin's default */
     replay_points points;
     char pcs_path[PATH_MAX + 32]; /* POINTS_SHARED (after profiling) and POINTS_PCS */
     uint64_t npcs;
@@ -69,7 +73,7 @@ int replay_line_cmp(const void *a, const void *b); /* qsort comparator */
  * finished run); a line without a seed gets UINT64_MAX. -1: out of memory. */
 int replay_lines_read(FILE *f, size_t tag, replay_line **lines, size_t *n, size_t *cap);
 
-/* ---- one run (replay_run.c) ------------------------------------------------ */
+/* ---- one run (run.c) ------------------------------------------------ */
 
 /* Run seed `seed` with its files under `tmp_dir`, classify it, and return
  * its JSON line (malloc'd, ending in '\n') in *line; *verdict is set.
@@ -85,7 +89,7 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
 /* Shell command reproducing one seed of this config. */
 void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size_t len);
 
-/* ---- profiling (replay_profile.c) ----------------------------------------- */
+/* ---- profiling (profile.c) ----------------------------------------- */
 
 /* With --points shared: trace the program once (exact mode, no policy) and
  * write the pcs of accesses to shared addresses to c->pcs_path. Then, if k
@@ -93,13 +97,39 @@ void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size
  * and take k = its steps, n = its threads. Prints what it learned. */
 int replay_profile(replay_config *c);
 
-/* ---- campaigns (replay_campaign.c) ---------------------------------------- */
+/* ---- a campaign's folder (campaign_file.c) ---------------------------------- */
+
+#define REPLAY_DEFAULT_TIMEOUT 60
+#define REPLAY_DEFAULT_RADIUS 10
+
+/* --shard I/N: this invocation runs part I (1-based) of a campaign whose
+ * whole seed range is first_seed..first_seed+runs-1 (docs/scale-out.md).
+ * index 0: not a shard. */
+typedef struct replay_shard {
+    uint64_t index, count, first_seed, runs;
+} replay_shard;
+
+/* Cut c's seed range down to shard sh (and remember the whole range in sh).
+ * 0, or -1 after one line (the shard would get no seed). */
+int replay_shard_apply(replay_config *c, replay_shard *sh);
+/* Write DIR/campaign.json atomically. 0 or -1 (printed). */
+int replay_campaign_write(const replay_config *c, const replay_shard *sh);
+/* --resume: take k, n, points and the seed range from DIR/campaign.json
+ * unless given, and refuse a different configuration. 0 or -1 (printed). */
+int replay_campaign_load(replay_config *c, replay_shard *sh);
+/* Everything after the command line: check the program, make the output
+ * folder `out`, resume or cut a shard, profile, check the policy's
+ * parameters, say what will run, write campaign.json and run the campaign.
+ * Returns weft's exit status. */
+int replay_start(replay_config *c, const char *out, replay_shard *sh);
+
+/* ---- campaigns (campaign.c) ---------------------------------------- */
 
 /* Run seeds first_seed..first_seed+runs-1 (skipping those already in
  * runs.jsonl with --resume), `jobs` at a time. Returns weft's exit status. */
 int replay_campaign(replay_config *c);
 
-/* ---- summaries (replay_summary.c) ----------------------------------------- */
+/* ---- summaries (summary.c) ----------------------------------------- */
 
 typedef struct replay_summary {
     char policy[16], points[16];
