@@ -250,3 +250,11 @@ int guest_trace_run_speculative(const guest_run *run, const char *trace_path, gu
     cleanup(&s);
     return rc;
 }
+
+int guest_trace_run(const guest_run *run, const char *trace_path, guest_result *r,
+                    uint32_t *final_flags)
+{
+    if (run->speculate)
+        return guest_trace_run_speculative(run, trace_path, r, final_flags);
+    return guest_trace_run_once(run, trace_path, r, final_flags);
+}

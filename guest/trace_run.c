@@ -83,14 +83,6 @@ static void on_finish_signal(int sig)
     finish_signal = sig;
 }
 
-int guest_trace_run(const guest_run *run, const char *trace_path, guest_result *r,
-                    uint32_t *final_flags)
-{
-    if (run->speculate)
-        return guest_trace_run_speculative(run, trace_path, r, final_flags);
-    return guest_trace_run_once(run, trace_path, r, final_flags);
-}
-
 int guest_trace_run_once(const guest_run *run, const char *trace_path, guest_result *r,
                          uint32_t *final_flags)
 {

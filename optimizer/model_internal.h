@@ -5,31 +5,10 @@
 
 #include "weft/optimizer.h"
 
+#include "model_sort.h"
+
 #include <stdarg.h>
 #include <stdio.h>
-
-/* A kept event. Kept events are stored in (thread, per-thread order), so an
- * index comparison between two events of one thread is a program-order
- * comparison. */
-typedef struct model_event {
-    uint64_t t; /* traced time */
-    uint64_t seq;
-    uint64_t pc;
-    uint64_t addr;
-    uint32_t thread;
-    uint32_t addr_id; /* dense index of the shared address (after granule rounding) */
-    uint8_t is_write;
-} model_event;
-
-/* One event in its address's array, which is kept sorted by (tau, ev): a total
- * order, so the scan (and the floating-point sum it produces) depends only on
- * the current times and never on the history of moves. */
-typedef struct model_entry {
-    uint64_t tau;
-    uint32_t ev;
-    uint32_t thread;
-    uint8_t is_write;
-} model_entry;
 
 struct optimizer_model {
     optimizer_options opt;
@@ -72,14 +51,13 @@ struct optimizer_model {
     size_t *undo_zero;
 };
 
-/* The total order of an address's entries: by tau, then by event index. */
-static inline int entry_before(const model_entry *a, const model_entry *b)
-{
-    return a->tau < b->tau || (a->tau == b->tau && a->ev < b->ev);
-}
-
 /* Put address a's entries in entry_before order at the current tau (model_sort.c). */
-void optimizer_sort_address(optimizer_model *m, size_t a);
+static inline void optimizer_sort_address(optimizer_model *m, size_t a)
+{
+    size_t b = m->addr_begin[a];
+    model_sort_entries(m->ent + b, m->addr_begin[a + 1] - b, m->tau, m->base_ev + b, m->ev,
+                       (model_sort_scratch){m->moved, m->still, m->runs});
+}
 
 int optimizer_fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -3,7 +3,7 @@
  * and copies, was about a third of an RND evaluation on the CFFT model: the
  * traced programs' shared addresses carry a handful of events, and the long
  * ones are a few presorted runs, neither of which qsort exploits. */
-#include "model_internal.h"
+#include "model_sort.h"
 
 #include <string.h>
 
@@ -11,10 +11,10 @@
  * no calls, no copies, and on these sizes fewer moves than merging. */
 #define SORT_INSERTION_MAX 32
 
-static void insertion_sort(optimizer_model *m, model_entry *e, size_t n)
+static void insertion_sort(model_entry *e, size_t n, const uint64_t *tau)
 {
     for (size_t i = 0; i < n; i++)
-        e[i].tau = m->tau[e[i].ev];
+        e[i].tau = tau[e[i].ev];
     for (size_t i = 1; i < n; i++) {
         model_entry x = e[i];
         size_t j = i;
@@ -41,18 +41,15 @@ static void merge(const model_entry *x, size_t nx, const model_entry *y, size_t 
  * whenever its traced times do not decrease (Eq. 2 only adds non-negative
  * delays), so a trace costs log2(threads) merge passes. The runs are found,
  * not assumed, so any input is sorted correctly, only more slowly. */
-static void merge_sort(optimizer_model *m, size_t a)
+static void merge_sort(model_entry *ent, size_t n, const uint64_t *tau, const uint32_t *order,
+                       const model_event *ev, model_sort_scratch s)
 {
-    size_t b = m->addr_begin[a], n = m->addr_begin[a + 1] - b;
-    const uint32_t *order = m->base_ev + b;
-    model_entry *src = m->moved, *dst = m->still;
-    size_t *run = m->runs, nr = 0;
+    model_entry *src = s.a, *dst = s.b;
+    size_t *run = s.runs, nr = 0;
     for (size_t k = 0; k < n; k++) {
-        const model_event *ev = &m->ev[order[k]];
-        src[k] = (model_entry){.tau = m->tau[order[k]],
-                               .ev = order[k],
-                               .thread = ev->thread,
-                               .is_write = ev->is_write};
+        const model_event *e = &ev[order[k]];
+        src[k] = (model_entry){
+            .tau = tau[order[k]], .ev = order[k], .thread = e->thread, .is_write = e->is_write};
         if (k == 0 || entry_before(&src[k], &src[k - 1]))
             run[nr++] = k;
     }
@@ -71,14 +68,14 @@ static void merge_sort(optimizer_model *m, size_t a)
         src = dst;
         dst = t;
     }
-    memcpy(m->ent + b, src, n * sizeof *src);
+    memcpy(ent, src, n * sizeof *src);
 }
 
-void optimizer_sort_address(optimizer_model *m, size_t a)
+void model_sort_entries(model_entry *ent, size_t n, const uint64_t *tau, const uint32_t *order,
+                        const model_event *ev, model_sort_scratch scratch)
 {
-    size_t b = m->addr_begin[a], n = m->addr_begin[a + 1] - b;
     if (n <= SORT_INSERTION_MAX)
-        insertion_sort(m, m->ent + b, n);
+        insertion_sort(ent, n, tau);
     else
-        merge_sort(m, a);
+        merge_sort(ent, n, tau, order, ev, scratch);
 }

@@ -27,39 +27,6 @@ int sc_main(int, char **)
     return 0;
 }
 
-namespace weft
-{
-
-uint64_t now_ns()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-// Plain open/read rather than stdio: fopen allocates, and a prober holding
-// the allocator's lock while preempted would put the probed thread to sleep
-// on it ('S'), which must not look like a thread parked in qemu.
-char host_thread_state(int tid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    char *paren = strrchr(buf, ')');
-    if (!paren || paren[1] != ' ')
-        return 0;
-    return paren[2];
-}
-
-} // namespace weft
-
 using namespace weft;
 
 void weft_platform::step_kernel_to(uint64_t cycles)
@@ -74,31 +41,6 @@ void weft_platform::step_kernel_to(uint64_t cycles)
 
 // Look at a PE that is counted but may really be asleep or gone, and
 // reclassify it. Rate-limited: reading /proc costs a few microseconds.
-void weft_platform::probe(int q)
-{
-    Slot &s = slots[q];
-    uint64_t t = now_ns();
-    if (t - s.last_probe_ns.load(std::memory_order_relaxed) < 20000)
-        return;
-    s.last_probe_ns.store(t, std::memory_order_relaxed);
-    int st = s.state.load();
-    if (st == FUTEX_ENTERING) {
-        // Asleep in weft's own code is on one of its locks, not in the futex.
-        if (!s.busy.load() && host_thread_state(s.host_tid) == 'S' && !s.busy.load()) {
-            std::lock_guard<std::mutex> g(mu);
-            if (s.state.load() == FUTEX_ENTERING)
-                policy_state_changed_locked(q, BLOCKED);
-        }
-    } else if (st == EXITING) {
-        char hs = host_thread_state(int(s.tid));
-        if (hs == 0 || hs == 'Z' || hs == 'X') {
-            std::lock_guard<std::mutex> g(mu);
-            if (s.state.load() == EXITING)
-                policy_state_changed_locked(q, EXITED);
-        }
-    }
-}
-
 // Another counted PE that may still produce an event before (t, pe), or -1.
 int weft_platform::blocker(int pe, uint64_t t)
 {

@@ -34,6 +34,34 @@ void futex_wait_word(std::atomic<uint32_t> *w, uint32_t val, long ns)
 
 } // namespace
 
+// A thread in a limbo state (FUTEX_ENTERING, EXITING) leaves it once its
+// host thread is seen asleep in the kernel or gone: only then may the policy
+// count it blocked or exited without guessing from time.
+void weft_platform::probe(int q)
+{
+    Slot &s = slots[q];
+    uint64_t t = now_ns();
+    if (t - s.last_probe_ns.load(std::memory_order_relaxed) < 20000)
+        return;
+    s.last_probe_ns.store(t, std::memory_order_relaxed);
+    int st = s.state.load();
+    if (st == FUTEX_ENTERING) {
+        // Asleep in weft's own code is on one of its locks, not in the futex.
+        if (!s.busy.load() && host_thread_state(s.host_tid) == 'S' && !s.busy.load()) {
+            std::lock_guard<std::mutex> g(mu);
+            if (s.state.load() == FUTEX_ENTERING)
+                policy_state_changed_locked(q, BLOCKED);
+        }
+    } else if (st == EXITING) {
+        char hs = host_thread_state(int(s.tid));
+        if (hs == 0 || hs == 'Z' || hs == 'X') {
+            std::lock_guard<std::mutex> g(mu);
+            if (s.state.load() == EXITING)
+                policy_state_changed_locked(q, EXITED);
+        }
+    }
+}
+
 void weft_platform::policy_state_changed_locked(int pe, int st)
 {
     int old = slots[pe].state.exchange(st);

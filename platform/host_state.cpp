@@ -1,0 +1,43 @@
+// What the host says about the threads it runs: a monotonic clock, and a
+// host thread's scheduler state from /proc. The arbiters decide from these
+// whether a guest thread is asleep in the kernel, in qemu, or gone.
+#include "platform_internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace weft
+{
+
+uint64_t now_ns()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// Plain open/read rather than stdio: fopen allocates, and a prober holding
+// the allocator's lock while preempted would put the probed thread to sleep
+// on it ('S'), which must not look like a thread parked in qemu.
+char host_thread_state(int tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    char *paren = strrchr(buf, ')');
+    if (!paren || paren[1] != ' ')
+        return 0;
+    return paren[2];
+}
+
+} // namespace weft
