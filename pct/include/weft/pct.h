@@ -57,7 +57,7 @@ typedef enum pct_kind {
 /* Limits that keep a typo from allocating gigabytes. */
 #define PCT_MAX_DEPTH 4096
 #define PCT_MAX_THREADS (1u << 20)
-#define PCT_MAX_BOUND 4096
+#define PCT_MAX_BOUND 4096 /* pb, db: deviations per schedule */
 
 /* Default per-decision probability of the starvation override (seed 000
  * §3.1.3): small enough that a run of k decisions follows the algorithm with
@@ -197,7 +197,8 @@ pct_schedule_status pct_policy_schedule_status(const pct_policy *p);
  *       threads); C(k+c-1, c) schedules with exactly c delays.
  * Counts saturate at UINT64_MAX; other kinds have none (0). */
 uint64_t pct_bounded_count(pct_kind kind, uint64_t k, uint32_t n, uint32_t c);
-/* The schedules with at most c deviations: the sum of the counts 0..c. */
+/* The schedules with at most c deviations: the sum of the counts 0..c
+ * (c beyond PCT_MAX_BOUND counts as PCT_MAX_BOUND, here and in locate). */
 uint64_t pct_bounded_total(pct_kind kind, uint64_t k, uint32_t n, uint32_t c);
 /* Iterative deepening: global schedule number g (from 0) runs level c = 0
  * first, then 1, ...; writes its (bound, schedule). -1 when g lies past
