@@ -9,7 +9,8 @@
 /* k is drawn from with 64-bit arithmetic (k_1 + r must not overflow). */
 #define PCT_MAX_K (UINT64_C(1) << 62)
 
-static const char *const kind_names[] = {"ideal", "random", "pct", "ppct", "rpro"};
+static const char *const kind_names[] = {"ideal", "random", "pct", "ppct",
+                                         "rpro",  "pos",    "pb",  "db"};
 #define NKINDS (sizeof kind_names / sizeof kind_names[0])
 
 void pct_config_init(pct_config *cfg, pct_kind kind)
@@ -58,6 +59,37 @@ static bool uses_priorities(pct_kind kind)
     return kind == PCT_KIND_PCT || kind == PCT_KIND_PPCT || kind == PCT_KIND_RPRO;
 }
 
+/* pb, db: the schedule named by (bound, schedule) must exist. */
+static int check_bounded(const pct_config *cfg, char *err, size_t errlen)
+{
+    const char *name = kind_names[cfg->kind];
+    if (cfg->bound > PCT_MAX_BOUND)
+        return fail(err, errlen, "%s: bound %u, expected at most %u", name, cfg->bound,
+                    PCT_MAX_BOUND);
+    if (cfg->bound == 0) {
+        if (cfg->schedule != 0)
+            return fail(err, errlen, "%s: schedule %llu, but bound 0 has only schedule 0", name,
+                        (unsigned long long)cfg->schedule);
+        return 0;
+    }
+    if (cfg->k == 0)
+        return fail(err, errlen,
+                    "%s: k = 0 (unknown): set k to the step count of a profiling run to place "
+                    "%u deviations",
+                    name, cfg->bound);
+    if (cfg->k > PCT_MAX_K)
+        return fail(err, errlen, "%s: k = %llu steps, expected at most 2^62", name,
+                    (unsigned long long)cfg->k);
+    uint64_t count = pct_bounded_count(cfg->kind, cfg->k, cfg->n, cfg->bound);
+    if (cfg->schedule >= count)
+        return fail(err, errlen,
+                    "%s: schedule %llu is past the end of bound %u (%llu schedules for k = %llu, "
+                    "n = %u)",
+                    name, (unsigned long long)cfg->schedule, cfg->bound, (unsigned long long)count,
+                    (unsigned long long)cfg->k, cfg->n);
+    return 0;
+}
+
 int pct_config_check(const pct_config *cfg, char *err, size_t errlen)
 {
     if (!cfg)
@@ -71,6 +103,8 @@ int pct_config_check(const pct_config *cfg, char *err, size_t errlen)
     if (!(cfg->starvation >= 0.0 && cfg->starvation < 1.0))
         return fail(err, errlen, "%s: starvation probability %g, expected 0 <= p < 1", name,
                     cfg->starvation);
+    if (cfg->kind == PCT_KIND_PB || cfg->kind == PCT_KIND_DB)
+        return check_bounded(cfg, err, errlen);
     if (!uses_priorities(cfg->kind))
         return 0;
     if (cfg->k == 0)

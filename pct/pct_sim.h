@@ -6,7 +6,14 @@
  * schedule point (one pct_step). The simulator plays the platform's part:
  * it reports thread creation, blocking on a held mutex or an unfinished
  * join, exits and yields to the policy, asks it for a decision, and when the
- * policy allows several threads (ppct) an adversary picks one of them. */
+ * policy allows several threads (ppct) an adversary picks one of them.
+ *
+ * After an operation it reports, in this order: the enabled/blocked changes
+ * it caused (the stepping thread included: its next operation may be a
+ * held lock), the step (pct_step or pct_step_access), the yield, the exit,
+ * and the description of the thread's next operation. So, as on the
+ * platform, the policy knows at pct_step which threads the following
+ * decision can choose from. */
 #ifndef WEFT_PCT_SIM_H
 #define WEFT_PCT_SIM_H
 
@@ -117,10 +124,37 @@ typedef struct pct_sim_run {
 typedef void (*pct_sim_hook)(void *ctx, const pct_policy *p, const pct_tid *allowed,
                              size_t nallowed, pct_tid chosen);
 
+/* What the simulated platform tells the policy about accesses. Objects:
+ * variable a is PCT_SIM_VAR_OBJECT(a), mutex a PCT_SIM_LOCK_OBJECT(a),
+ * thread a (spawn, join) PCT_SIM_THREAD_OBJECT(a); WORK touches nothing. */
+typedef enum pct_sim_report {
+    PCT_SIM_REPORT_NOTHING, /* pct_step only, as weft's platform did first */
+    /* The kind of the next access (read, write, sync, none) but not its
+     * object, as a QEMU plugin that cannot read registers before the
+     * access; the executed access exactly (memory callbacks come after). */
+    PCT_SIM_REPORT_KINDS,
+    PCT_SIM_REPORT_EXACT, /* pending and executed accesses, objects included */
+} pct_sim_report;
+
+#define PCT_SIM_VAR_OBJECT(a) ((uint64_t)0x1000 + (uint64_t)(a))
+#define PCT_SIM_LOCK_OBJECT(a) ((uint64_t)0x2000 + (uint64_t)(a))
+#define PCT_SIM_THREAD_OBJECT(a) ((uint64_t)0x3000 + (uint64_t)(a))
+
+typedef struct pct_sim_options {
+    pct_sim_adversary adv;
+    uint64_t adv_seed; /* seeds the adversary's own mt19937 */
+    uint64_t max_steps;
+    pct_sim_hook hook; /* may be NULL */
+    void *ctx;
+    pct_sim_report report;
+} pct_sim_options;
+
 /* Runs prog under p (fresh, no thread created yet) for at most max_steps
- * steps. adv_seed seeds the adversary's own mt19937. 0 or -1 if the policy
- * misbehaved (allowed no thread while one was enabled, or a thread that is
- * not enabled). */
+ * steps. 0 or -1 if the policy misbehaved (allowed no thread while one was
+ * enabled, or a thread that is not enabled). */
+int pct_sim_run_with(const pct_sim_program *prog, pct_policy *p, const pct_sim_options *opt,
+                     pct_sim_run *run);
+/* The same, reporting nothing about accesses. */
 int pct_sim_execute(const pct_sim_program *prog, pct_policy *p, pct_sim_adversary adv,
                     uint64_t adv_seed, uint64_t max_steps, pct_sim_hook hook, void *ctx,
                     pct_sim_run *run);

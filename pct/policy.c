@@ -7,49 +7,15 @@
  *                         line 14), each at most once since the k_i differ;
  *   demoted  <= 0         yielding threads, below everything else.
  * So priorities are always distinct and no tie-break is needed. In ppct the
- * low set L is exactly the threads with priority <= d. */
-#include "weft/pct.h"
+ * low set L is exactly the threads with priority <= d. pos keeps its random
+ * priority per pending event in the same field (pos.c); pb and db decide
+ * by creation order and their schedule (bounded.c). */
+#include "policy_internal.h"
 
 #include <gsl/gsl_randist.h>
-#include <gsl/gsl_rng.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct thread {
-    pct_tid tid;
-    pct_tid parent;
-    pct_thread_state state;
-    int64_t prio;
-    bool ever_low;
-    uint64_t steps, yields, time;
-};
-
-struct change_point {
-    uint64_t step;
-    uint32_t index; /* i of k_i: the thread drops to priority d - i */
-};
-
-struct pct_policy {
-    pct_config cfg;
-    /* Two streams so that starvation overrides (drawn per decision) do not
-     * shift the priorities given to threads created later. */
-    gsl_rng *sched;  /* permutation, change points, slots beyond n */
-    gsl_rng *choice; /* random policy, overrides, reliefs */
-    struct thread *threads;
-    size_t nthreads, cap;
-    int64_t *slot;            /* initial priority of creation index j < n, shifted on overflow */
-    uint64_t band;            /* slots in the initial band: n + threads created beyond n */
-    uint64_t *kpoint;         /* k_1..k_{d-1} in index order */
-    struct change_point *cps; /* the same, sorted by step */
-    size_t ncps, next_cp;
-    uint64_t steps;
-    size_t low_ever;
-    uint64_t overrides;
-    bool relief; /* ppct: an H thread yielded; the next decision helps L */
-    pct_tid relief_from;
-    size_t *scratch; /* indices of enabled threads, one decision's worth */
-};
 
 static bool prioritized(const pct_policy *p)
 {
@@ -57,9 +23,8 @@ static bool prioritized(const pct_policy *p)
     return k == PCT_KIND_PCT || k == PCT_KIND_PPCT || k == PCT_KIND_RPRO;
 }
 
-/* Uniform in [0, n), n >= 1, for any 64-bit n (gsl_rng_uniform_int stops at
- * the generator's 2^32 - 1). */
-static uint64_t draw(gsl_rng *r, uint64_t n)
+/* gsl_rng_uniform_int stops at the generator's 2^32 - 1. */
+uint64_t pct_draw(gsl_rng *r, uint64_t n)
 {
     if (n <= UINT64_C(0xffffffff))
         return gsl_rng_uniform_int(r, (unsigned long)n);
@@ -78,7 +43,7 @@ static void draw_distinct(gsl_rng *r, uint64_t space, uint64_t *out, size_t m)
 {
     for (size_t i = 0; i < m; i++) {
         uint64_t j = space - m + i;
-        uint64_t t = draw(r, j + 1);
+        uint64_t t = pct_draw(r, j + 1);
         for (size_t q = 0; q < i; q++) {
             if (out[q] == t) {
                 t = j;
@@ -105,7 +70,7 @@ static void draw_change_points(pct_policy *p)
         return;
     if (c->kind == PCT_KIND_RPRO) {
         /* Seed 001 Alg. 2: k_1 anywhere, the others around it, within r. */
-        uint64_t k1 = 1 + draw(p->sched, c->k);
+        uint64_t k1 = 1 + pct_draw(p->sched, c->k);
         uint64_t lo = k1 > c->r ? k1 - c->r : 1;
         uint64_t hi = k1 + c->r < c->k ? k1 + c->r : c->k;
         p->kpoint[0] = k1;
@@ -160,6 +125,8 @@ pct_policy *pct_policy_create(const pct_config *cfg, char *err, size_t errlen)
         gsl_ran_shuffle(p->sched, p->slot, cfg->n, sizeof *p->slot);
         draw_change_points(p);
     }
+    if (pct_bounded_init(p) != 0)
+        goto oom;
     return p;
 oom:
     if (err && errlen)
@@ -179,11 +146,12 @@ void pct_policy_destroy(pct_policy *p)
     free(p->kpoint);
     free(p->cps);
     free(p->scratch);
+    pct_bounded_free(p);
     free(p);
 }
 
-/* The live thread with this id; ids of exited threads may be reused. */
-static struct thread *find(const pct_policy *p, pct_tid tid)
+/* Ids of exited threads may be reused: the newest live one counts. */
+struct thread *pct_find(const pct_policy *p, pct_tid tid)
 {
     for (size_t i = p->nthreads; i-- > 0;) {
         if (p->threads[i].tid == tid && p->threads[i].state != PCT_THREAD_EXITED)
@@ -218,7 +186,8 @@ static int64_t initial_priority(pct_policy *p, size_t j)
     if (j < p->cfg.n)
         return p->slot[j];
     uint64_t m = p->band;
-    uint64_t u = p->cfg.kind == PCT_KIND_PPCT ? 1 + draw(p->sched, m) : draw(p->sched, m + 1);
+    uint64_t u =
+        p->cfg.kind == PCT_KIND_PPCT ? 1 + pct_draw(p->sched, m) : pct_draw(p->sched, m + 1);
     int64_t v = (int64_t)p->cfg.d + (int64_t)u;
     for (size_t i = 0; i < p->nthreads; i++) {
         if (p->threads[i].prio >= v)
@@ -234,7 +203,7 @@ static int64_t initial_priority(pct_policy *p, size_t j)
 
 int pct_thread_created(pct_policy *p, pct_tid tid, pct_tid parent)
 {
-    if (find(p, tid))
+    if (pct_find(p, tid))
         return -1;
     if (p->nthreads == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 16;
@@ -248,12 +217,14 @@ int pct_thread_created(pct_policy *p, pct_tid tid, pct_tid parent)
             return -1;
         p->cap = cap;
     }
-    const struct thread *par = find(p, parent);
+    const struct thread *par = pct_find(p, parent);
     struct thread t = {.tid = tid, .parent = parent, .state = PCT_THREAD_ENABLED};
     t.time = par ? par->time : 0;
     if (prioritized(p))
         t.prio = initial_priority(p, p->nthreads);
     p->threads[p->nthreads] = t;
+    if (p->cfg.kind == PCT_KIND_POS)
+        pct_pos_created(p, &p->threads[p->nthreads]);
     note_low(p, &p->threads[p->nthreads]);
     p->nthreads++;
     return 0;
@@ -261,7 +232,7 @@ int pct_thread_created(pct_policy *p, pct_tid tid, pct_tid parent)
 
 static int set_state(pct_policy *p, pct_tid tid, pct_thread_state s)
 {
-    struct thread *t = find(p, tid);
+    struct thread *t = pct_find(p, tid);
     if (!t)
         return -1;
     t->state = s;
@@ -285,7 +256,7 @@ int pct_thread_exited(pct_policy *p, pct_tid tid)
 
 int pct_thread_time(pct_policy *p, pct_tid tid, uint64_t time)
 {
-    struct thread *t = find(p, tid);
+    struct thread *t = pct_find(p, tid);
     if (!t)
         return -1;
     t->time = time;
@@ -311,12 +282,17 @@ static void demote(pct_policy *p, struct thread *t)
 
 int pct_thread_yielded(pct_policy *p, pct_tid tid)
 {
-    struct thread *t = find(p, tid);
+    struct thread *t = pct_find(p, tid);
     if (!t)
         return -1;
     t->yields++;
+    if (p->cfg.kind == PCT_KIND_PB || p->cfg.kind == PCT_KIND_DB)
+        pct_bounded_yielded(p, t);
+    else if (p->cfg.kind == PCT_KIND_POS)
+        pct_pos_yielded(p, t);
+    /* ideal: time decides; random: fair with probability 1. */
     if (!prioritized(p))
-        return 0; /* ideal: time decides; random: fair with probability 1 */
+        return 0;
     if (p->cfg.kind == PCT_KIND_PPCT && !is_low(p, t)) {
         /* Demoting an H thread would move it into L and break |L| <= d. It
          * runs in parallel anyway; what it may be starving is L, which runs
@@ -329,23 +305,67 @@ int pct_thread_yielded(pct_policy *p, pct_tid tid)
     return 0;
 }
 
-int pct_step(pct_policy *p, pct_tid tid)
+/* Some other live thread is enabled, so the decision that follows this
+ * step has an alternative (the platform calls pct_step at the stepping
+ * thread's gate, with no event in between, and then decides). A step with
+ * no alternative is no choice: a change point there would lower the only
+ * runnable thread and change nothing until its next choice. */
+static bool is_choice(const pct_policy *p, const struct thread *t)
 {
-    struct thread *t = find(p, tid);
-    if (!t)
-        return -1;
-    t->steps++;
-    p->steps++;
-    /* Fig. 4 lines 12-15: the thread that executed step k_i drops to d - i. */
-    if (p->next_cp < p->ncps && p->cps[p->next_cp].step == p->steps) {
-        t->prio = (int64_t)p->cfg.d - (int64_t)p->cps[p->next_cp].index;
-        note_low(p, t);
-        p->next_cp++;
+    for (size_t i = 0; i < p->nthreads; i++) {
+        if (&p->threads[i] != t && p->threads[i].state == PCT_THREAD_ENABLED)
+            return true;
     }
+    return false;
+}
+
+static bool valid_access(pct_access a)
+{
+    return (unsigned)a <= PCT_ACCESS_SYNC;
+}
+
+int pct_thread_pending(pct_policy *p, pct_tid tid, uint64_t object, pct_access access)
+{
+    struct thread *t = pct_find(p, tid);
+    if (!t || !valid_access(access))
+        return -1;
+    t->pend_object = object;
+    t->pend_access = access;
     return 0;
 }
 
-static size_t emit(pct_tid *out, size_t cap, size_t n, pct_tid tid)
+int pct_step(pct_policy *p, pct_tid tid)
+{
+    return pct_step_access(p, tid, 0, PCT_ACCESS_UNKNOWN);
+}
+
+int pct_step_access(pct_policy *p, pct_tid tid, uint64_t object, pct_access access)
+{
+    struct thread *t = pct_find(p, tid);
+    if (!t || !valid_access(access))
+        return -1;
+    t->steps++;
+    bool counted = p->cfg.count_all_steps || is_choice(p, t);
+    if (counted) {
+        p->steps++;
+        /* Fig. 4 lines 12-15: the thread that executed step k_i drops to d - i. */
+        if (p->next_cp < p->ncps && p->cps[p->next_cp].step == p->steps) {
+            t->prio = (int64_t)p->cfg.d - (int64_t)p->cps[p->next_cp].index;
+            note_low(p, t);
+            p->next_cp++;
+        }
+    }
+    if (p->cfg.kind == PCT_KIND_POS)
+        pct_pos_step(p, t, object, access);
+    else if (p->cfg.kind == PCT_KIND_PB || p->cfg.kind == PCT_KIND_DB)
+        pct_bounded_step(p, t, counted);
+    /* Its next event is a new one, not described yet. */
+    t->pend_object = 0;
+    t->pend_access = PCT_ACCESS_UNKNOWN;
+    return 0;
+}
+
+size_t pct_emit(pct_tid *out, size_t cap, size_t n, pct_tid tid)
 {
     if (n < cap)
         out[n] = tid;
@@ -384,7 +404,7 @@ static size_t enabled(pct_policy *p, enum which w, const pct_tid *skip)
 static size_t emit_scratch(const pct_policy *p, size_t n, pct_tid *out, size_t cap)
 {
     for (size_t i = 0; i < n; i++)
-        emit(out, cap, i, p->threads[p->scratch[i]].tid);
+        pct_emit(out, cap, i, p->threads[p->scratch[i]].tid);
     return n;
 }
 
@@ -399,7 +419,7 @@ static size_t pick_ideal(pct_policy *p, pct_tid *out, size_t cap)
         if (t->time < best->time || (t->time == best->time && t->tid < best->tid))
             best = t;
     }
-    return emit(out, cap, 0, best->tid);
+    return pct_emit(out, cap, 0, best->tid);
 }
 
 static bool override_now(pct_policy *p)
@@ -416,12 +436,12 @@ static size_t pick_serial(pct_policy *p, pct_tid *out, size_t cap)
     size_t best = best_of(p, p->scratch, n);
     if (override_now(p)) {
         /* Seed 000 §3.1.3: any enabled thread, for this one decision. */
-        size_t o = p->scratch[draw(p->choice, n)];
+        size_t o = p->scratch[pct_draw(p->choice, n)];
         if (o != best)
             p->overrides++;
         best = o;
     }
-    return emit(out, cap, 0, p->threads[best].tid);
+    return pct_emit(out, cap, 0, p->threads[best].tid);
 }
 
 /* ppct, Fig. 4 line 10: any enabled thread with priority > d (the set H),
@@ -436,7 +456,7 @@ static size_t pick_parallel(pct_policy *p, pct_tid *out, size_t cap)
         /* Seed 000 §5.5: a starved thread of L runs a single step. */
         if (nlow > 0) {
             p->overrides++;
-            return emit(out, cap, 0, p->threads[p->scratch[draw(p->choice, nlow)]].tid);
+            return pct_emit(out, cap, 0, p->threads[p->scratch[pct_draw(p->choice, nlow)]].tid);
         }
         /* Nothing in L to help: the yielder waits for another H thread,
          * so leave it out of this one decision if anyone else can run. */
@@ -448,15 +468,15 @@ static size_t pick_parallel(pct_policy *p, pct_tid *out, size_t cap)
     }
     size_t best_low = nlow > 0 ? best_of(p, p->scratch, nlow) : 0;
     if (override_now(p) && nlow > 0) {
-        size_t o = p->scratch[draw(p->choice, nlow)];
+        size_t o = p->scratch[pct_draw(p->choice, nlow)];
         if (o != best_low || enabled(p, HIGH, NULL) > 0)
             p->overrides++;
-        return emit(out, cap, 0, p->threads[o].tid);
+        return pct_emit(out, cap, 0, p->threads[o].tid);
     }
     size_t nhigh = enabled(p, HIGH, NULL);
     if (nhigh > 0)
         return emit_scratch(p, nhigh, out, cap);
-    return emit(out, cap, 0, p->threads[best_low].tid);
+    return pct_emit(out, cap, 0, p->threads[best_low].tid);
 }
 
 size_t pct_policy_next(pct_policy *p, pct_tid *out, size_t cap)
@@ -468,10 +488,15 @@ size_t pct_policy_next(pct_policy *p, pct_tid *out, size_t cap)
         size_t n = enabled(p, ALL, NULL);
         if (n == 0)
             return 0;
-        return emit(out, cap, 0, p->threads[p->scratch[draw(p->choice, n)]].tid);
+        return pct_emit(out, cap, 0, p->threads[p->scratch[pct_draw(p->choice, n)]].tid);
     }
     case PCT_KIND_PPCT:
         return pick_parallel(p, out, cap);
+    case PCT_KIND_POS:
+        return pct_pos_next(p, out, cap);
+    case PCT_KIND_PB:
+    case PCT_KIND_DB:
+        return pct_bounded_next(p, out, cap);
     default:
         return pick_serial(p, out, cap);
     }
@@ -487,69 +512,4 @@ bool pct_policy_deadlocked(const pct_policy *p)
             blocked = true;
     }
     return blocked;
-}
-
-const pct_config *pct_policy_config(const pct_policy *p)
-{
-    return &p->cfg;
-}
-
-uint64_t pct_policy_steps(const pct_policy *p)
-{
-    return p->steps;
-}
-
-size_t pct_policy_change_points(const pct_policy *p, uint64_t *out, size_t cap)
-{
-    for (size_t i = 0; i < p->ncps && i < cap; i++)
-        out[i] = p->kpoint[i];
-    return p->ncps;
-}
-
-size_t pct_policy_low_set_ever(const pct_policy *p)
-{
-    return p->low_ever;
-}
-
-uint64_t pct_policy_overrides(const pct_policy *p)
-{
-    return p->overrides;
-}
-
-size_t pct_policy_thread_count(const pct_policy *p)
-{
-    return p->nthreads;
-}
-
-static void fill_info(const pct_policy *p, const struct thread *t, pct_thread_info *out)
-{
-    *out = (pct_thread_info){.tid = t->tid,
-                             .parent = t->parent,
-                             .state = t->state,
-                             .priority = t->prio,
-                             .in_low_set = is_low(p, t),
-                             .steps = t->steps,
-                             .yields = t->yields,
-                             .time = t->time};
-}
-
-int pct_policy_thread_at(const pct_policy *p, size_t index, pct_thread_info *out)
-{
-    if (index >= p->nthreads)
-        return -1;
-    fill_info(p, &p->threads[index], out);
-    return 0;
-}
-
-int pct_policy_thread_info(const pct_policy *p, pct_tid tid, pct_thread_info *out)
-{
-    const struct thread *t = find(p, tid);
-    for (size_t i = p->nthreads; !t && i-- > 0;) {
-        if (p->threads[i].tid == tid)
-            t = &p->threads[i];
-    }
-    if (!t)
-        return -1;
-    fill_info(p, t, out);
-    return 0;
 }

@@ -35,6 +35,7 @@ uint64_t pct_sim_op_count(const pct_sim_program *prog)
 struct sim {
     const pct_sim_program *prog;
     pct_policy *p;
+    pct_sim_report report;
     pct_sim_run *run;
     size_t pc[PCT_SIM_MAX_THREADS];
     bool started[PCT_SIM_MAX_THREADS], exited[PCT_SIM_MAX_THREADS];
@@ -54,6 +55,8 @@ static bool runnable(const struct sim *s, size_t i)
 {
     if (!live(s, i))
         return false;
+    if (s->pc[i] == s->prog->thread[i].nops)
+        return true; /* about to exit, which the policy learns after its step */
     const pct_sim_op *op = &s->prog->thread[i].ops[s->pc[i]];
     switch (op->code) {
     case PCT_SIM_LOCK:
@@ -65,6 +68,44 @@ static bool runnable(const struct sim *s, size_t i)
     }
 }
 
+/* What operation op touches. */
+static pct_access access_of(const pct_sim_op *op, uint64_t *object)
+{
+    switch (op->code) {
+    case PCT_SIM_STORE:
+        *object = PCT_SIM_VAR_OBJECT(op->a);
+        return PCT_ACCESS_WRITE;
+    case PCT_SIM_LOAD:
+    case PCT_SIM_SPIN:
+    case PCT_SIM_SPIN_YIELD:
+        *object = PCT_SIM_VAR_OBJECT(op->a);
+        return PCT_ACCESS_READ;
+    case PCT_SIM_LOCK:
+    case PCT_SIM_UNLOCK:
+        *object = PCT_SIM_LOCK_OBJECT(op->a);
+        return PCT_ACCESS_SYNC;
+    case PCT_SIM_SPAWN:
+    case PCT_SIM_JOIN:
+        *object = PCT_SIM_THREAD_OBJECT(op->a);
+        return PCT_ACCESS_SYNC;
+    default:
+        *object = 0;
+        return PCT_ACCESS_NONE;
+    }
+}
+
+/* Describes thread i's next operation, as much as the report mode says. */
+static void describe_pending(struct sim *s, size_t i)
+{
+    if (s->report == PCT_SIM_REPORT_NOTHING || !live(s, i) || s->pc[i] == s->prog->thread[i].nops)
+        return;
+    uint64_t object;
+    pct_access a = access_of(&s->prog->thread[i].ops[s->pc[i]], &object);
+    if (s->report == PCT_SIM_REPORT_KINDS)
+        object = 0;
+    pct_thread_pending(s->p, PCT_SIM_TID(i), object, a);
+}
+
 static void start(struct sim *s, size_t i, pct_tid parent)
 {
     s->started[i] = true;
@@ -74,6 +115,7 @@ static void start(struct sim *s, size_t i, pct_tid parent)
         s->exited[i] = true;
         pct_thread_exited(s->p, PCT_SIM_TID(i));
     }
+    describe_pending(s, i);
 }
 
 /* Tell the policy about every enabled/blocked change; returns how many
@@ -147,25 +189,24 @@ static size_t choose(pct_sim_adversary adv, gsl_rng *rng, size_t n)
     }
 }
 
-int pct_sim_execute(const pct_sim_program *prog, pct_policy *p, pct_sim_adversary adv,
-                    uint64_t adv_seed, uint64_t max_steps, pct_sim_hook hook, void *ctx,
-                    pct_sim_run *run)
+int pct_sim_run_with(const pct_sim_program *prog, pct_policy *p, const pct_sim_options *opt,
+                     pct_sim_run *run)
 {
-    struct sim s = {.prog = prog, .p = p, .run = run};
+    struct sim s = {.prog = prog, .p = p, .run = run, .report = opt->report};
     memset(run, 0, sizeof *run);
     memcpy(run->var, prog->init, sizeof run->var);
     memset(s.owner, -1, sizeof s.owner);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (!rng)
         return -1;
-    gsl_rng_set(rng, (unsigned long)(adv_seed & 0xffffffffu));
+    gsl_rng_set(rng, (unsigned long)(opt->adv_seed & 0xffffffffu));
     for (size_t i = 0; i < prog->nthreads; i++) {
         if (prog->thread[i].at_start)
             start(&s, i, PCT_NO_PARENT);
     }
     int rc = 0;
     pct_tid allowed[PCT_SIM_MAX_THREADS];
-    while (run->steps < max_steps) {
+    while (run->steps < opt->max_steps) {
         if (refresh(&s) == 0)
             break;
         size_t n = pct_policy_next(p, allowed, PCT_SIM_MAX_THREADS);
@@ -175,15 +216,21 @@ int pct_sim_execute(const pct_sim_program *prog, pct_policy *p, pct_sim_adversar
         }
         if (n > run->max_allowed)
             run->max_allowed = n;
-        pct_tid tid = allowed[choose(adv, rng, n)];
+        pct_tid tid = allowed[choose(opt->adv, rng, n)];
         size_t i = (size_t)(tid - PCT_SIM_TID(0));
         if (tid < PCT_SIM_TID(0) || i >= prog->nthreads || !runnable(&s, i)) {
             rc = -1;
             break;
         }
+        uint64_t object;
+        pct_access a = access_of(&prog->thread[i].ops[s.pc[i]], &object);
         bool yielded = execute(&s, i);
         run->steps++;
-        pct_step(p, tid);
+        refresh(&s);
+        if (opt->report == PCT_SIM_REPORT_NOTHING)
+            pct_step(p, tid);
+        else
+            pct_step_access(p, tid, object, a);
         pct_thread_time(p, tid, ++s.time[i]);
         if (yielded)
             pct_thread_yielded(p, tid);
@@ -192,8 +239,9 @@ int pct_sim_execute(const pct_sim_program *prog, pct_policy *p, pct_sim_adversar
             run->exit_step[i] = run->steps;
             pct_thread_exited(p, tid);
         }
-        if (hook)
-            hook(ctx, p, allowed, n, tid);
+        describe_pending(&s, i);
+        if (opt->hook)
+            opt->hook(opt->ctx, p, allowed, n, tid);
     }
     gsl_rng_free(rng);
     bool any_live = false;
@@ -204,4 +252,17 @@ int pct_sim_execute(const pct_sim_program *prog, pct_policy *p, pct_sim_adversar
     run->policy_agrees = pct_policy_deadlocked(p) == run->deadlocked;
     run->bug = prog->bug ? prog->bug(run) : run->deadlocked;
     return rc;
+}
+
+int pct_sim_execute(const pct_sim_program *prog, pct_policy *p, pct_sim_adversary adv,
+                    uint64_t adv_seed, uint64_t max_steps, pct_sim_hook hook, void *ctx,
+                    pct_sim_run *run)
+{
+    pct_sim_options opt = {.adv = adv,
+                           .adv_seed = adv_seed,
+                           .max_steps = max_steps,
+                           .hook = hook,
+                           .ctx = ctx,
+                           .report = PCT_SIM_REPORT_NOTHING};
+    return pct_sim_run_with(prog, p, &opt, run);
 }

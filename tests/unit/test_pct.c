@@ -77,6 +77,27 @@ static void test_invalid_parameters(void **state)
     assert_int_equal(pct_config_check(&c, NULL, 0), 0);
     c = config(PCT_KIND_RPRO, 2, 100, 5, 3, 1);
     assert_int_equal(pct_config_check(&c, NULL, 0), 0);
+    /* pb, db: the schedule (bound, schedule) must exist; pos needs no k. */
+    c = config(PCT_KIND_DB, 2, 10, 1, 1, 1);
+    c.bound = 1;
+    c.schedule = 9;
+    assert_int_equal(pct_config_check(&c, NULL, 0), 0);
+    c.schedule = 10;
+    expect_reject(c, "db: schedule 10 is past the end of bound 1");
+    c.kind = PCT_KIND_PB;
+    c.n = 1;
+    expect_reject(c, "(0 schedules for k = 10, n = 1)");
+    c.k = 0;
+    expect_reject(c, "pb: k = 0 (unknown)");
+    c.bound = 0; /* the base schedule needs no k, and is the only one */
+    c.schedule = 0;
+    assert_int_equal(pct_config_check(&c, NULL, 0), 0);
+    c.schedule = 1;
+    expect_reject(c, "bound 0 has only schedule 0");
+    c.bound = PCT_MAX_BOUND + 1;
+    expect_reject(c, "pb: bound 4097");
+    c.kind = PCT_KIND_POS;
+    assert_int_equal(pct_config_check(&c, NULL, 0), 0);
 }
 
 static void assert_close(double got, double want, double tol)
@@ -89,7 +110,7 @@ static void assert_close(double got, double want, double tol)
 static void test_names_and_guarantees(void **state)
 {
     (void)state;
-    for (int k = PCT_KIND_IDEAL; k <= PCT_KIND_RPRO; k++) {
+    for (int k = PCT_KIND_IDEAL; k <= PCT_KIND_DB; k++) {
         pct_kind back;
         assert_int_equal(pct_kind_parse(pct_kind_name((pct_kind)k), &back), 0);
         assert_int_equal(back, k);
@@ -105,6 +126,8 @@ static void test_names_and_guarantees(void **state)
     assert_close(pct_guarantee(PCT_KIND_RPRO, 3, 100, 1, 5), 1.0 / 3, 1e-15);
     assert_close(pct_guarantee(PCT_KIND_RANDOM, 3, 100, 1, 5), 0.0, 0.0);
     assert_close(pct_guarantee(PCT_KIND_IDEAL, 3, 100, 1, 5), 0.0, 0.0);
+    for (int k = PCT_KIND_POS; k <= PCT_KIND_DB; k++)
+        assert_close(pct_guarantee((pct_kind)k, 3, 100, 2, 5), 0.0, 0.0);
 }
 
 static int64_t prio_of(const pct_policy *p, pct_tid tid)
@@ -348,7 +371,8 @@ static void record_run(const pct_sim_program *prog, pct_config c, struct recorde
     pct_policy_destroy(p);
 }
 
-/* Same seed and the same events: the same 500 decisions. */
+/* Same seed and the same events: the same 500 decisions; another seed
+ * changes them, except for the kinds that draw nothing. */
 static void test_determinism(void **state)
 {
     (void)state;
@@ -364,16 +388,18 @@ static void test_determinism(void **state)
         }
     }
     static struct recorder a, b;
-    for (int kind = PCT_KIND_IDEAL; kind <= PCT_KIND_RPRO; kind++) {
+    for (int kind = PCT_KIND_IDEAL; kind <= PCT_KIND_DB; kind++) {
         pct_config c = config((pct_kind)kind, 4, pct_sim_op_count(&prog), 3, 20, 1234);
         c.starvation = 0.05; /* overrides draw random numbers too */
+        c.bound = 2;
+        c.schedule = 17;
         record_run(&prog, c, &a);
         record_run(&prog, c, &b);
         assert_memory_equal(&a, &b, sizeof a);
         c.seed = 4321;
         record_run(&prog, c, &b);
-        if (kind != PCT_KIND_IDEAL)
-            assert_true(memcmp(a.chosen, b.chosen, sizeof a.chosen) != 0);
+        bool drawless = kind == PCT_KIND_IDEAL || kind == PCT_KIND_PB || kind == PCT_KIND_DB;
+        assert_true(drawless == (memcmp(a.chosen, b.chosen, sizeof a.chosen) == 0));
     }
 }
 
@@ -390,7 +416,7 @@ static void test_yielding_thread_cannot_starve_others(void **state)
     pct_sim_pad(&prog, 1, 40);
     pct_sim_pad(&prog, 2, 40);
     const uint64_t bound = 3 * 80 + 10;
-    for (int kind = PCT_KIND_IDEAL; kind <= PCT_KIND_RPRO; kind++) {
+    for (int kind = PCT_KIND_IDEAL; kind <= PCT_KIND_DB; kind++) {
         for (int adv = PCT_SIM_PICK_FIRST; adv <= PCT_SIM_PICK_RANDOM; adv++) {
             uint64_t worst = 0;
             for (uint64_t seed = 1; seed <= 100; seed++) {

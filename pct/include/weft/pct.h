@@ -11,6 +11,13 @@
  *   pct     Burckhardt et al.'s PCT as restated in seed 000 §5 / Fig. 4.
  *   ppct    parallel PCT, seed 000 Fig. 4: several threads may be allowed.
  *   rpro    radius-aware PCT, seed 001 Alg. 2.
+ *   pos     partial order sampling (Yuan, Yang, Gu, CAV 2018): random
+ *           priorities per pending event, re-drawn for events that race
+ *           with the one just executed.
+ *   pb, db  preemption bounding (Musuvathi, Qadeer, PLDI 2007) and delay
+ *           bounding (Emmi, Qadeer, Rakamaric, POPL 2011) over a
+ *           non-preemptive round-robin scheduler: one schedule per run,
+ *           named by its number of deviations and an index (no randomness).
  *
  * docs/policies.md states each algorithm exactly as implemented, the
  * guarantee weft claims for it, and how starvation is handled.
@@ -42,11 +49,15 @@ typedef enum pct_kind {
     PCT_KIND_PCT = 2,
     PCT_KIND_PPCT = 3,
     PCT_KIND_RPRO = 4,
+    PCT_KIND_POS = 5,
+    PCT_KIND_PB = 6,
+    PCT_KIND_DB = 7,
 } pct_kind;
 
 /* Limits that keep a typo from allocating gigabytes. */
 #define PCT_MAX_DEPTH 4096
 #define PCT_MAX_THREADS (1u << 20)
+#define PCT_MAX_BOUND 4096 /* pb, db: deviations per schedule */
 
 /* Default per-decision probability of the starvation override (seed 000
  * §3.1.3): small enough that a run of k decisions follows the algorithm with
@@ -56,9 +67,10 @@ typedef enum pct_kind {
 typedef struct pct_config {
     pct_kind kind;
     uint32_t n; /* expected number of threads; more may be created */
-    /* Step budget: the number of schedule points of a profiling run of the
-     * same program. 0 means unknown: the caller must fill it from a profiling
-     * run before creating a pct/ppct/rpro policy, which reject k = 0. */
+    /* Step budget: the step count (pct_policy_steps) of a profiling run of
+     * the same program. 0 means unknown: the caller must fill it from a
+     * profiling run before creating a pct/ppct/rpro policy, or a pb/db one
+     * with bound >= 1, which reject k = 0. */
     uint64_t k;
     uint32_t d; /* bug depth targeted (number of ordering constraints) */
     uint64_t r; /* RPro radius, in steps */
@@ -66,17 +78,29 @@ typedef struct pct_config {
     /* Probability, per decision, of overriding the policy for one decision to
      * let a starved thread run; 0 disables. Used by pct, ppct and rpro. */
     double starvation;
+    /* false (default): a schedule point counts as a step (toward k, change
+     * points, deviation positions) only if it is a choice, i.e. some thread
+     * other than the one that reported it is enabled when pct_step is
+     * called. true: every schedule point counts (weft before issue 17). */
+    bool count_all_steps;
+    /* pb, db: the schedule has exactly `bound` deviations (preemptions,
+     * delays) and is number `schedule` (from 0) of the
+     * pct_bounded_count(kind, k, n, bound) schedules with that many. */
+    uint32_t bound;
+    uint64_t schedule;
 } pct_config;
 
 /* Defaults: ideal, n = 1, k = 0 (unknown), d = 1, r = 1, seed = 1,
- * starvation = PCT_DEFAULT_STARVATION. */
+ * starvation = PCT_DEFAULT_STARVATION, count_all_steps = false,
+ * bound = 0, schedule = 0. */
 void pct_config_init(pct_config *cfg, pct_kind kind);
 
 /* 0 if cfg is usable; otherwise -1 and a one-line message naming the bad
  * parameter in err (if err is not NULL). */
 int pct_config_check(const pct_config *cfg, char *err, size_t errlen);
 
-/* Name ("ideal", "random", "pct", "ppct", "rpro") and its inverse (0 or -1). */
+/* Name ("ideal", "random", "pct", "ppct", "rpro", "pos", "pb", "db") and its
+ * inverse (0 or -1). */
 const char *pct_kind_name(pct_kind kind);
 int pct_kind_parse(const char *name, pct_kind *out);
 
@@ -84,7 +108,7 @@ int pct_kind_parse(const char *name, pct_kind *out);
  * rpro, radius <= r) in a program with at most n threads and k steps:
  *   pct, ppct: 1 / (n k^(d-1))
  *   rpro:      1 / (n k (2r)^(d-2)) for d >= 2, 1/n for d = 1
- *   ideal, random: 0 (no claim).
+ *   ideal, random, pos, pb, db: 0 (no claim).
  * With a starvation probability p the claim holds for runs without an
  * override, which happen with probability >= (1 - p)^k. */
 double pct_guarantee(pct_kind kind, uint64_t n, uint64_t k, uint64_t d, uint64_t r);
@@ -105,9 +129,37 @@ int pct_thread_exited(pct_policy *p, pct_tid tid);
 /* sched_yield, nanosleep, wfe or a detected spin loop: the thread says it
  * cannot progress by itself; the policy demotes it (see docs). */
 int pct_thread_yielded(pct_policy *p, pct_tid tid);
-/* tid executed one schedule point: the step counter advances and, at a
- * change point k_i, tid's priority drops to d - i. */
+/* tid executed one schedule point. If it was a choice (see
+ * count_all_steps) the step counter advances and, at a change point k_i,
+ * tid's priority drops to d - i. pos: tid's next event gets a fresh
+ * priority, and so does every pending event that races with the one tid
+ * executed (its pending description, see below). pb, db: a deviation
+ * placed at this step applies to the next decision. */
 int pct_step(pct_policy *p, pct_tid tid);
+
+/* What a schedule point touches. pos uses it; every other kind stores it
+ * and ignores it. Two events of different threads race unless one is NONE,
+ * both are READ, or both name known objects (not 0) that differ. So object
+ * 0 (address unknown) and PCT_ACCESS_UNKNOWN race with everything that is
+ * not NONE: a wrong "no race" could make pos miss the ordering it exists
+ * to sample, a wrong "race" only re-draws a priority (docs/policies.md). */
+typedef enum pct_access {
+    PCT_ACCESS_UNKNOWN = 0, /* not known: may read or write anything */
+    PCT_ACCESS_NONE = 1,    /* touches nothing another thread can see */
+    PCT_ACCESS_READ = 2,
+    PCT_ACCESS_WRITE = 3, /* including read-modify-write */
+    PCT_ACCESS_SYNC = 4,  /* lock, unlock, futex, create, join: like a write */
+} pct_access;
+
+/* tid's pending event (its next schedule point) will touch object with
+ * access; may be a prediction (e.g. the address this pc touched last time).
+ * A thread's pending event is UNKNOWN until described, and again after
+ * each of its steps. 0, or -1 for an unknown tid or access. */
+int pct_thread_pending(pct_policy *p, pct_tid tid, uint64_t object, pct_access access);
+/* pct_step, telling what the executed event really touched; with
+ * PCT_ACCESS_UNKNOWN the pending description stands for it (pct_step is
+ * pct_step_access(p, tid, 0, PCT_ACCESS_UNKNOWN)). */
+int pct_step_access(pct_policy *p, pct_tid tid, uint64_t object, pct_access access);
 /* ideal only (ignored otherwise): tid's virtual time is now t. A new thread
  * starts at its parent's time. */
 int pct_thread_time(pct_policy *p, pct_tid tid, uint64_t t);
@@ -124,6 +176,42 @@ size_t pct_policy_next(pct_policy *p, pct_tid *out, size_t cap);
 /* No enabled thread while some live thread is blocked. */
 bool pct_policy_deadlocked(const pct_policy *p);
 
+/* pb, db: how a schedule's deviations fared so far. After the run, anything
+ * but DONE means that the run repeated a schedule with fewer deviations (a
+ * duplicate: count it as explored, not as a new schedule). Other kinds:
+ * always DONE. */
+typedef enum pct_schedule_status {
+    PCT_SCHEDULE_DONE = 0,      /* every deviation was applied */
+    PCT_SCHEDULE_PENDING = 1,   /* some positions were not reached (yet) */
+    PCT_SCHEDULE_DUPLICATE = 2, /* a deviation found too few alternatives */
+} pct_schedule_status;
+pct_schedule_status pct_policy_schedule_status(const pct_policy *p);
+
+/* Schedule bounding without state across runs (docs/policies.md). A pb or
+ * db schedule deviates from the round-robin base at chosen positions
+ * 1..k among the run's steps (step counter values):
+ *   pb: c distinct positions, each with an alternative 1..n-1 (run the
+ *       alternative-th enabled thread after the current one);
+ *       C(k, c) (n-1)^c schedules with exactly c preemptions;
+ *   db: a multiset of c positions (m delays at one position skip m
+ *       threads); C(k+c-1, c) schedules with exactly c delays.
+ * Counts saturate at UINT64_MAX; other kinds have none (0). */
+uint64_t pct_bounded_count(pct_kind kind, uint64_t k, uint32_t n, uint32_t c);
+/* The schedules with at most c deviations: the sum of the counts 0..c
+ * (c beyond PCT_MAX_BOUND counts as PCT_MAX_BOUND, here and in locate). */
+uint64_t pct_bounded_total(pct_kind kind, uint64_t k, uint32_t n, uint32_t c);
+/* Iterative deepening: global schedule number g (from 0) runs level c = 0
+ * first, then 1, ...; writes its (bound, schedule). -1 when g lies past
+ * the schedules with at most max_bound deviations (the search is
+ * exhausted) or the kind is not pb/db. */
+int pct_bounded_locate(pct_kind kind, uint64_t k, uint32_t n, uint32_t max_bound, uint64_t g,
+                       uint32_t *bound, uint64_t *schedule);
+/* Schedule `schedule` of level c: its c positions in non-decreasing order
+ * (repeats only in db) and, for pb, the alternative of each (alt may be
+ * NULL; db writes 1s). 0, or -1 if schedule >= the level's count. */
+int pct_bounded_schedule(pct_kind kind, uint64_t k, uint32_t n, uint32_t c, uint64_t schedule,
+                         uint64_t *pos, uint32_t *alt);
+
 /* Introspection, for logs and tests. */
 typedef enum pct_thread_state {
     PCT_THREAD_ENABLED = 0,
@@ -135,17 +223,20 @@ typedef struct pct_thread_info {
     pct_tid tid;
     pct_tid parent;
     pct_thread_state state;
-    int64_t priority; /* larger runs first; ideal and random: 0 */
+    int64_t priority; /* larger runs first; ideal, random, pb, db: 0 */
     bool in_low_set;  /* ppct: currently in L */
-    uint64_t steps;   /* schedule points it executed */
+    uint64_t steps;   /* schedule points it executed, choices or not */
     uint64_t yields;
     uint64_t time; /* ideal: last reported virtual time */
 } pct_thread_info;
 
 const pct_config *pct_policy_config(const pct_policy *p);
+/* The step counter: choices only unless count_all_steps. A profiling run
+ * reads it as k. */
 uint64_t pct_policy_steps(const pct_policy *p);
 /* Writes k_1..k_{d-1} (in index order: k_i lowers a thread to priority d - i)
- * into out (at most cap) and returns d - 1 (0 for ideal and random). */
+ * into out (at most cap) and returns d - 1 (0 for ideal, random and pos);
+ * pb, db: the schedule's deviation positions, c of them. */
 size_t pct_policy_change_points(const pct_policy *p, uint64_t *out, size_t cap);
 /* ppct: number of distinct threads that have ever been in L (never > d). */
 size_t pct_policy_low_set_ever(const pct_policy *p);

@@ -1,0 +1,84 @@
+/* The policy state machine's state, shared by the files of pct/ that
+ * implement one family of policies each: policy.c (events, ideal, random,
+ * PCT, PPCT, RPro), pos.c (partial order sampling) and bounded.c
+ * (preemption and delay bounding). Private to pct/. */
+#ifndef WEFT_PCT_POLICY_INTERNAL_H
+#define WEFT_PCT_POLICY_INTERNAL_H
+
+#include "weft/pct.h"
+
+#include <gsl/gsl_rng.h>
+
+struct thread {
+    pct_tid tid;
+    pct_tid parent;
+    pct_thread_state state;
+    int64_t prio;
+    bool ever_low;
+    uint64_t steps, yields, time;
+    /* Its pending event, as last described (pct_thread_pending). */
+    uint64_t pend_object;
+    pct_access pend_access;
+};
+
+struct change_point {
+    uint64_t step;
+    uint32_t index; /* i of k_i: the thread drops to priority d - i */
+};
+
+/* pb, db: the schedule being run and how far it got. */
+struct bounded {
+    uint64_t *pos; /* deviation positions, non-decreasing */
+    uint32_t *alt; /* pb: alternative of each position */
+    size_t npos, next;
+    size_t current; /* index of the thread last chosen; SIZE_MAX: none yet */
+    bool current_yielded;
+    uint32_t armed;     /* deviations to apply at the next decision */
+    uint32_t armed_alt; /* pb: the alternative armed */
+    size_t armed_by;    /* index of the thread whose step armed it */
+    bool duplicate;
+};
+
+struct pct_policy {
+    pct_config cfg;
+    /* Two streams so that starvation overrides (drawn per decision) do not
+     * shift the priorities given to threads created later. */
+    gsl_rng *sched;  /* permutation, change points, slots beyond n, pos */
+    gsl_rng *choice; /* random policy, overrides, reliefs */
+    struct thread *threads;
+    size_t nthreads, cap;
+    int64_t *slot;            /* initial priority of creation index j < n, shifted on overflow */
+    uint64_t band;            /* slots in the initial band: n + threads created beyond n */
+    uint64_t *kpoint;         /* k_1..k_{d-1} in index order */
+    struct change_point *cps; /* the same, sorted by step */
+    size_t ncps, next_cp;
+    uint64_t steps;
+    size_t low_ever;
+    uint64_t overrides;
+    bool relief; /* ppct: an H thread yielded; the next decision helps L */
+    pct_tid relief_from;
+    size_t *scratch; /* indices of enabled threads, one decision's worth */
+    struct bounded b;
+};
+
+/* The live thread with this id; NULL if none. */
+struct thread *pct_find(const pct_policy *p, pct_tid tid);
+/* Uniform in [0, n), n >= 1, for any 64-bit n. */
+uint64_t pct_draw(gsl_rng *r, uint64_t n);
+/* Writes tid as the n-th allowed thread if it fits; returns n + 1. */
+size_t pct_emit(pct_tid *out, size_t cap, size_t n, pct_tid tid);
+
+/* pos.c */
+void pct_pos_created(pct_policy *p, struct thread *t);
+void pct_pos_step(pct_policy *p, struct thread *t, uint64_t object, pct_access access);
+void pct_pos_yielded(pct_policy *p, struct thread *t);
+size_t pct_pos_next(pct_policy *p, pct_tid *out, size_t cap);
+
+/* bounded.c */
+int pct_bounded_init(pct_policy *p);
+void pct_bounded_free(pct_policy *p);
+void pct_bounded_step(pct_policy *p, struct thread *t, bool counted);
+void pct_bounded_yielded(pct_policy *p, struct thread *t);
+size_t pct_bounded_next(pct_policy *p, pct_tid *out, size_t cap);
+
+#endif
