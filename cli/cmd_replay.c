@@ -28,7 +28,8 @@ static int parse_sched(const cli_command *cmd, const char *arg, void *opts)
 {
     replay_cli *o = opts;
     if (pct_kind_parse(arg, &o->c.kind) || o->c.kind == PCT_KIND_IDEAL) {
-        cli_usage_error(cmd, "--sched: expected pct, ppct, rpro or random, got '%s'", arg);
+        cli_usage_error(cmd, "--sched: expected pct, ppct, rpro, random, pos, pb or db, got '%s'",
+                        arg);
         return -1;
     }
     return 0;
@@ -57,7 +58,15 @@ static int parse_points(const cli_command *cmd, const char *arg, void *opts)
         c->points = POINTS_NONE;
     else if (!strcmp(arg, "shared"))
         c->points = POINTS_SHARED;
-    else if (!strcmp(arg, "all"))
+    else if (!strcmp(arg, "visible"))
+        c->points = POINTS_VISIBLE;
+    else if (!strncmp(arg, "visible:", 8) && arg[8]) {
+        c->points = POINTS_VISIBLE;
+        if (!realpath(arg + 8, c->pcs_path)) {
+            cli_usage_error(cmd, "--points %s: %s", arg, strerror(errno));
+            return -1;
+        }
+    } else if (!strcmp(arg, "all"))
         c->points = POINTS_ALL;
     else if (!strncmp(arg, "pcs:", 4) && arg[4]) {
         c->points = POINTS_PCS;
@@ -66,7 +75,10 @@ static int parse_points(const cli_command *cmd, const char *arg, void *opts)
             return -1;
         }
     } else {
-        cli_usage_error(cmd, "--points: expected none, shared, all or pcs:FILE, got '%s'", arg);
+        cli_usage_error(cmd,
+                        "--points: expected visible, shared, none, all, pcs:FILE or visible:FILE, "
+                        "got '%s'",
+                        arg);
         return -1;
     }
     return 0;
@@ -113,10 +125,15 @@ static int parse_shard(const cli_command *cmd, const char *arg, void *opts)
 }
 
 static const cli_option replay_options[] = {
-    {"sched", 0, "KIND", "pct (default), ppct, rpro or random", CLI_CUSTOM, 0, 0, 0, parse_sched,
-     NULL},
-    {"depth", 'd', "D", "bug depth targeted: D-1 change points (default 1)", CLI_U64, C(depth), 1,
-     PCT_MAX_DEPTH, NULL, NULL},
+    {"sched", 0, "KIND",
+     "pct, ppct, rpro, random, pos (partial order sampling), pb or db\n"
+     "(preemption / delay bounding); without it a portfolio shares the\n"
+     "runs: random, PCT at depths 1, 2 and 3, and POS",
+     CLI_CUSTOM, 0, 0, 0, parse_sched, NULL},
+    {"depth", 'd', "D",
+     "bug depth targeted: D-1 change points (default 3, or k+1 when k\n"
+     "leaves no room)",
+     CLI_U64, C(depth), 1, PCT_MAX_DEPTH, NULL, NULL},
     {"steps", 0, "K", "step budget k (default: measured by a profiling run)", CLI_U64, C(k), 1,
      UINT64_C(1) << 62, NULL, NULL},
     {"threads", 0, "N", "thread count n (default: measured by a profiling run)", CLI_U64, C(n), 1,
@@ -124,10 +141,17 @@ static const cli_option replay_options[] = {
     {"radius", 0, "R", "rpro: radius in steps (default min(10, k))", CLI_U64, C(radius), 1,
      UINT64_C(1) << 62, NULL, NULL},
     {"points", 'p', "P",
-     "schedule points besides syscalls and atomics: shared (default:\n"
-     "accesses to addresses a profiling trace shows shared, written),\n"
-     "none, all, pcs:FILE",
+     "schedule points: visible (default): the program's own operations\n"
+     "(its lock, unlock, wait, signal, create, join and exit calls, its\n"
+     "atomics, its accesses to shared addresses), none of the C\n"
+     "library's internals; shared: every syscall and atomic, library\n"
+     "code included, and accesses to shared addresses; none; all;\n"
+     "pcs:FILE, visible:FILE (the shared-access pcs of a campaign)",
      CLI_CUSTOM, 0, 0, 0, parse_points, NULL},
+    {"profile-runs", 0, "N",
+     "profiling runs (random policy, seeds 0..N-1) whose largest step\n"
+     "and thread counts are k and n (default 3)",
+     CLI_U64, C(profile_runs), 1, 1000, NULL, NULL},
     {"starvation", 0, "P", "per-decision starvation override probability (default 0.001)",
      CLI_CUSTOM, 0, 0, 0, parse_starvation, NULL},
     {"host-parallel", 0, NULL,
@@ -192,6 +216,20 @@ static int check_combinations(replay_cli *o, cli_seen seen)
     c->runs_given = cli_given(cmd, seen, "runs");
     c->jobs_given = cli_given(cmd, seen, "jobs");
     c->k_given = cli_given(cmd, seen, "steps");
+    c->depth_given = cli_given(cmd, seen, "depth");
+    /* No --sched: the portfolio, whose policies bring their own depths. */
+    c->portfolio = !cli_given(cmd, seen, "sched");
+    if (c->portfolio) {
+        static const char *const own[] = {"depth", "radius", "host-parallel", "shard", "resume"};
+        for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+            if (cli_given(cmd, seen, own[i])) {
+                cli_usage_error(cmd,
+                                "--%s needs --sched (without it, weft replay runs a portfolio "
+                                "of random, PCT at depths 1-3 and POS)",
+                                own[i]);
+                return -1;
+            }
+    }
     c->n_given = cli_given(cmd, seen, "threads");
     int seed_given = cli_given(cmd, seen, "seed");
     /* --seed S alone: one run in detail; with --runs N: a campaign from S. */
@@ -202,6 +240,10 @@ static int check_combinations(replay_cli *o, cli_seen seen)
     c->jobs = (unsigned)o->jobs;
     c->timeout = (unsigned)o->timeout;
     c->expect_exit = (int)o->expect_exit;
+    if (c->portfolio && c->seed_given) {
+        cli_usage_error(cmd, "--seed alone replays one run of one policy: give --sched too");
+        return -1;
+    }
     if (c->seed_given && o->shard.index) {
         cli_usage_error(cmd, "--shard splits a campaign (--runs), not a single --seed run");
         return -1;
@@ -229,10 +271,13 @@ static int check_combinations(replay_cli *o, cli_seen seen)
 static int run_replay(int argc, char **argv)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    replay_cli o = {
-        .c = {.kind = PCT_KIND_PCT, .depth = 1, .starvation = -1, .points = POINTS_SHARED},
-        .jobs = ncpu > 0 ? (uint64_t)ncpu : 1,
-        .timeout = REPLAY_DEFAULT_TIMEOUT};
+    replay_cli o = {.c = {.kind = PCT_KIND_PCT,
+                          .depth = 3,
+                          .starvation = -1,
+                          .points = POINTS_VISIBLE,
+                          .profile_runs = 3},
+                    .jobs = ncpu > 0 ? (uint64_t)ncpu : 1,
+                    .timeout = REPLAY_DEFAULT_TIMEOUT};
     int first;
     cli_seen seen;
     int rc = cli_parse(&cli_cmd_replay, argc, argv, &o, &first, &seen);

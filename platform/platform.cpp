@@ -270,14 +270,16 @@ void weft_platform_publish(weft_platform *p, int pe, uint64_t cycles)
 }
 
 weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, uint64_t addr,
-                                    weft_sync_kind kind, uint64_t *resume)
+                                    int kind_flags, uint64_t *resume)
 {
+    weft_sync_kind kind = weft_sync_kind(kind_flags & 0xff);
     p->gates++;
     *resume = cycles;
     if (p->exiting.load())
         return WEFT_GATE_EXITING;
     if (p->replaying()) {
-        weft_gate_result r = p->policy_gate(pe, cycles, resume);
+        weft_gate_result r =
+            p->policy_gate(pe, cycles, !(kind_flags & WEFT_SYNC_NOT_A_POINT), resume);
         if (r != WEFT_GATE_OK)
             return r;
         cycles = *resume;

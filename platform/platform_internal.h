@@ -49,6 +49,9 @@ struct alignas(64) Slot {
     // of weft's own locks, never in a qemu exclusive section.
     std::atomic<int> busy{0};
     std::atomic<int> forking{0}; // in a fork syscall: qemu copies itself exclusively
+    // Set by the PE's own thread before its gate, read there (POS).
+    uint64_t exec_obj = 0, pend_obj = 0;
+    int exec_acc = PCT_ACCESS_UNKNOWN, pend_acc = PCT_ACCESS_UNKNOWN;
 };
 
 uint64_t now_ns();
@@ -105,7 +108,7 @@ struct weft_platform {
     weft_gate_result wait_for_grant(int pe, uint64_t *resume);
     bool holder_stuck_in_qemu(int h);
     uint64_t take_turn(int pe, uint64_t cycles);
-    weft_gate_result policy_gate(int pe, uint64_t cycles, uint64_t *resume);
+    weft_gate_result policy_gate(int pe, uint64_t cycles, bool point, uint64_t *resume);
     void grant_locked(int pe, uint64_t at);
     void release_all_waiters();
 };

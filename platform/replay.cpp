@@ -284,14 +284,22 @@ weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
     }
 }
 
-weft_gate_result weft_platform::policy_gate(int pe, uint64_t cycles, uint64_t *resume)
+weft_gate_result weft_platform::policy_gate(int pe, uint64_t cycles, bool point, uint64_t *resume)
 {
     {
         std::lock_guard<std::mutex> g(mu);
         slots[pe].bound.store(cycles);
         progress++; // a step is progress: waiters must not take it for a stall
-        if (has_token(pe)) {
-            pct_step(policy, pe);
+        if (has_token(pe) && !point) {
+            // Not a schedule point: the holder goes on without a decision.
+            if (!slots[pe].granted.load()) {
+                *resume = cycles;
+                return WEFT_GATE_OK;
+            }
+        } else if (has_token(pe)) {
+            Slot &s = slots[pe];
+            pct_step_access(policy, pe, s.exec_obj, pct_access(s.exec_acc));
+            pct_thread_pending(policy, pe, s.pend_obj, pct_access(s.pend_acc));
             last_step_cycles = std::max(last_step_cycles, cycles);
             reschedule_locked();
         } else if (holder.load() < 0 || host_parallel) {
@@ -368,6 +376,16 @@ void weft_platform_busy(weft_platform *p, int pe, int delta)
 void weft_platform_forking(weft_platform *p, int pe, int on)
 {
     p->slots[pe].forking.store(on);
+}
+
+void weft_platform_describe_step(weft_platform *p, int pe, uint64_t exec_obj, int exec_acc,
+                                 uint64_t pend_obj, int pend_acc)
+{
+    weft::Slot &s = p->slots[pe];
+    s.exec_obj = exec_obj;
+    s.exec_acc = exec_acc;
+    s.pend_obj = pend_obj;
+    s.pend_acc = pend_acc;
 }
 
 int weft_platform_stuck_in_qemu(weft_platform *p, int pe)

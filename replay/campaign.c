@@ -293,7 +293,7 @@ int replay_campaign(replay_config *c)
     unsigned jobs = c->jobs;
     if (jobs > ntodo)
         jobs = ntodo ? (unsigned)ntodo : 1;
-    if (!c->seed_given)
+    if (!c->seed_given && !c->inner)
         printf("weft: seeds %" PRIu64 "..%" PRIu64 ": %" PRIu64 " to run (%" PRIu64
                " already done), %u at a time -> %s\n",
                c->first_seed, c->first_seed + c->runs - 1, ntodo, c->runs - ntodo, jobs, runs_path);
@@ -308,7 +308,7 @@ int replay_campaign(replay_config *c)
 
     pid_t *pids = calloc(jobs, sizeof *pids);
     uint64_t *pid_seed = calloc(jobs, sizeof *pid_seed);
-    progress pg = {.tty = isatty(2) && !c->seed_given && !c->quiet,
+    progress pg = {.tty = isatty(2) && !c->seed_given && !c->quiet && !c->inner,
                    .total = ntodo,
                    .t0 = weft_now_s(),
                    .last_line = weft_now_s(),
@@ -367,7 +367,7 @@ int replay_campaign(replay_config *c)
         finished++;
         pg.done = finished;
         if (code != REPLAY_PASS || c->seed_given) {
-            if (code != REPLAY_PASS) {
+            if (replay_verdict_is_hit((replay_verdict)code)) {
                 hits++;
                 pg.hits = hits;
                 if (c->stop_on_hit)
@@ -376,7 +376,7 @@ int replay_campaign(replay_config *c)
             progress_clear(&pg);
             report_run(c, pid_seed[slot], tmp_dir);
         }
-        if (!c->seed_given && !c->quiet)
+        if (!c->seed_given && !c->quiet && !c->inner)
             progress_show(&pg);
     }
     if (pg.tty)
@@ -403,7 +403,7 @@ int replay_campaign(replay_config *c)
             /* after --resume, this invocation's wall time is not the campaign's */
             replay_timing_write(&s, timing_path, c->resume ? -1 : wall, err, sizeof err))
             weft_error("%s", err);
-        if (!c->seed_given) {
+        if (!c->seed_given && !c->inner) {
             replay_summary_print(&s, stdout);
             printf("  files     %s, %s\n", runs_path, sum_path);
         }
@@ -419,7 +419,7 @@ int replay_campaign(replay_config *c)
     }
     if (error)
         return WEFT_EXIT_FAIL;
-    if (stop_hit && !c->seed_given)
+    if (stop_hit && !c->seed_given && !c->inner)
         printf("weft: stopped at the first hit (--stop-on-hit): the hit rate above is not an "
                "estimate\n");
     return status;

@@ -42,7 +42,7 @@ int replay_campaign_write(const replay_config *c, const replay_shard *sh)
         "{s:s, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:f, s:b, s:I, s:I, s:i, s:s?, s:o}", "policy",
         pct_kind_name(c->kind), "depth", (json_int_t)c->depth, "radius", (json_int_t)c->radius, "k",
         (json_int_t)c->k, "n", (json_int_t)c->n, "points", replay_points_name(c->points),
-        "pcs_file", c->points == POINTS_SHARED || c->points == POINTS_PCS ? c->pcs_path : "",
+        "pcs_file", c->points != POINTS_NONE && c->points != POINTS_ALL ? c->pcs_path : "",
         "pcs_count", (json_int_t)c->npcs, "starvation", c->starvation, "host_parallel",
         c->host_parallel, "first_seed", (json_int_t)c->first_seed, "runs", (json_int_t)c->runs,
         "expect_exit", c->expect_exit, "expect_output", c->expect_output, "argv", argv);
@@ -120,7 +120,7 @@ int replay_campaign_load(replay_config *c, replay_shard *sh)
     c->k = k;
     c->n = n;
     c->radius = radius;
-    if (c->points == POINTS_SHARED) {
+    if (c->points == POINTS_SHARED || (c->points == POINTS_VISIBLE && !c->pcs_path[0])) {
         snprintf(c->pcs_path, sizeof c->pcs_path, "%s",
                  json_string_value(json_object_get(o, "pcs_file")));
         c->npcs = (uint64_t)json_integer_value(json_object_get(o, "pcs_count"));
@@ -172,7 +172,7 @@ static void print_plan(const replay_config *c, const pct_config *cfg, const repl
         printf(", radius %" PRIu64 "%s", c->radius, c->radius_given ? "" : " (default)");
     printf(", k = %" PRIu64 ", n = %" PRIu64 ", points %s", c->k, c->n,
            replay_points_name(c->points));
-    if (c->points == POINTS_SHARED || c->points == POINTS_PCS)
+    if (c->pcs_path[0])
         printf(" (%s)", c->pcs_path);
     printf(", starvation %g%s, timeout %u s", cfg->starvation,
            c->starvation < 0 ? " (default)" : "", c->timeout);
@@ -207,9 +207,20 @@ int replay_start(replay_config *c, const char *out, replay_shard *sh)
         return WEFT_EXIT_USAGE;
     if (shard_given && replay_shard_apply(c, sh))
         return WEFT_EXIT_USAGE;
-    if (!c->resume || (c->points == POINTS_SHARED && !c->pcs_path[0]))
+    if (!c->resume ||
+        ((c->points == POINTS_SHARED || c->points == POINTS_VISIBLE) && !c->pcs_path[0]))
         if (replay_profile(c))
             return WEFT_EXIT_FAIL;
+    if (c->portfolio)
+        return replay_portfolio(c);
+    if (!c->depth_given && c->depth > 1 && c->depth - 1 > c->k) {
+        /* The default depth has no room for its change points in so few
+         * steps: the deepest that fits. */
+        printf("weft: depth %" PRIu64 " needs %" PRIu64 " change points but k = %" PRIu64
+               ": depth %" PRIu64 "\n",
+               c->depth, c->depth - 1, c->k, c->k + 1);
+        c->depth = c->k + 1;
+    }
     if (c->kind == PCT_KIND_RPRO && !c->radius_given && !c->resume)
         c->radius = c->k < REPLAY_DEFAULT_RADIUS ? c->k : REPLAY_DEFAULT_RADIUS;
     if (c->kind != PCT_KIND_RPRO)

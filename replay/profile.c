@@ -302,6 +302,45 @@ static const char *outcome(const guest_result *r, uint32_t flags, char *buf, siz
     return buf;
 }
 
+/* One run under the random policy with seed `seed` and the campaign's
+ * points: its steps and threads (from the plugin's record, or counted from
+ * its trace when it died before writing one). */
+static int profile_counts(const replay_config *c, uint64_t seed, const char *dir, uint64_t *steps,
+                          uint64_t *threads, int *estimated, char *note, size_t notelen)
+{
+    char trace[PATH_MAX + 32], record[PATH_MAX + 32], args[PATH_MAX * 4];
+    snprintf(trace, sizeof trace, "%s/profile.wtr", dir);
+    snprintf(record, sizeof record, "%s/profile.json", dir);
+    unlink(record);
+    replay_config p = *c;
+    p.kind = PCT_KIND_RANDOM;
+    p.k = 0;
+    p.n = 0;
+    p.starvation = -1;
+    p.host_parallel = 0;
+    if (replay_plugin_args(&p, seed, args, sizeof args))
+        return -1;
+    size_t al = strlen(args);
+    snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
+    guest_result r;
+    uint32_t flags = 0;
+    if (profile_run(c, args, trace, dir, &r, &flags))
+        return -1;
+    json_t *rec = json_load_file(record, 0, NULL);
+    unlink(record);
+    *estimated = !rec;
+    if (rec) {
+        *steps = (uint64_t)json_integer_value(json_object_get(rec, "steps"));
+        *threads = (uint64_t)json_integer_value(json_object_get(rec, "threads"));
+        json_decref(rec);
+    } else if (estimate_steps(c, trace, steps, threads)) {
+        return -1;
+    }
+    unlink(trace);
+    outcome(&r, flags, note, notelen);
+    return 0;
+}
+
 int replay_profile(replay_config *c)
 {
     char dir[PATH_MAX + 16], trace[PATH_MAX + 32], args[PATH_MAX * 4], note[64];
@@ -309,9 +348,9 @@ int replay_profile(replay_config *c)
     if (weft_mkdirs(dir))
         return -1;
     snprintf(trace, sizeof trace, "%s/profile.wtr", dir);
-    guest_result r;
-    uint32_t flags = 0;
-    if (c->points == POINTS_SHARED) {
+    if (c->points == POINTS_SHARED || (c->points == POINTS_VISIBLE && !c->pcs_path[0])) {
+        guest_result r;
+        uint32_t flags = 0;
         snprintf(args, sizeof args, "mode=exact,out=%s", trace);
         double t0 = weft_now_s();
         if (profile_run(c, args, trace, dir, &r, &flags))
@@ -329,43 +368,36 @@ int replay_profile(replay_config *c)
     }
     if (c->k && c->n)
         return 0;
-    /* k and n from one run under the random policy, seed 0, same points. */
-    replay_config p = *c;
-    p.kind = PCT_KIND_RANDOM;
-    p.k = 0;
-    p.n = 0;
-    p.starvation = -1;
-    p.host_parallel = 0;
-    char record[PATH_MAX + 32];
-    snprintf(record, sizeof record, "%s/profile.json", dir);
-    unlink(record);
-    if (replay_plugin_args(&p, 0, args, sizeof args))
-        return -1;
-    size_t al = strlen(args);
-    snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
+    /* k and n: the largest counts of a few runs under the random policy
+     * (seeds 0, 1, ...), since a run of another schedule may take more
+     * steps than one profiling run did; the campaign's runs that still take
+     * more are counted in its summary. */
+    uint64_t runs = c->profile_runs ? c->profile_runs : 1, kmax = 0, nmax = 0;
+    char seen[256] = "";
+    size_t sl = 0;
+    int any_estimated = 0;
     double t0 = weft_now_s();
-    if (profile_run(c, args, trace, dir, &r, &flags))
-        return -1;
-    json_t *rec = json_load_file(record, 0, NULL);
-    unlink(record);
-    uint64_t steps = 0, threads = 0;
-    int estimated = !rec;
-    if (rec) {
-        steps = (uint64_t)json_integer_value(json_object_get(rec, "steps"));
-        threads = (uint64_t)json_integer_value(json_object_get(rec, "threads"));
-        json_decref(rec);
-    } else if (estimate_steps(c, trace, &steps, &threads)) {
-        return -1;
+    for (uint64_t s = 0; s < runs; s++) {
+        uint64_t steps = 0, threads = 0;
+        int estimated = 0;
+        if (profile_counts(c, s, dir, &steps, &threads, &estimated, note, sizeof note))
+            return -1;
+        any_estimated |= estimated;
+        kmax = steps > kmax ? steps : kmax;
+        nmax = threads > nmax ? threads : nmax;
+        if (sl < sizeof seen - 24)
+            sl += (size_t)snprintf(seen + sl, sizeof seen - sl, "%s%" PRIu64, s ? ", " : "", steps);
     }
-    unlink(trace);
     if (!c->k)
-        c->k = steps ? steps : 1;
+        c->k = kmax ? kmax : 1;
     if (!c->n)
-        c->n = threads ? threads : 1;
-    printf("weft: profiling run (random, seed 0, points %s): %" PRIu64 " schedule points, %" PRIu64
-           " threads -> k = %" PRIu64 ", n = %" PRIu64 " (%.2f s)%s%s%s\n",
-           replay_points_name(c->points), steps, threads, c->k, c->n, weft_now_s() - t0,
-           estimated ? "; counted from its trace: it died before the plugin wrote its record" : "",
-           outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "", note);
+        c->n = nmax ? nmax : 1;
+    printf("weft: profiling: %" PRIu64 " run%s (random, seeds 0..%" PRIu64 ", points %s) took %s "
+           "steps, up to %" PRIu64 " threads -> k = %" PRIu64 ", n = %" PRIu64 " (%.2f s)%s%s%s\n",
+           runs, runs == 1 ? "" : "s", runs - 1, replay_points_name(c->points), seen, nmax, c->k,
+           c->n, weft_now_s() - t0,
+           any_estimated ? "; counted from a trace: a run died before the plugin wrote its record"
+                         : "",
+           note[0] ? "; note: the last " : "", note);
     return 0;
 }

@@ -23,6 +23,11 @@ const char *replay_verdict_name(replay_verdict v)
     return v < REPLAY_VERDICT_COUNT ? verdict_names[v] : "?";
 }
 
+int replay_verdict_is_hit(replay_verdict v)
+{
+    return v != REPLAY_PASS && v != REPLAY_TIMEOUT && v < REPLAY_VERDICT_COUNT;
+}
+
 int replay_verdict_parse(const char *name, replay_verdict *out)
 {
     for (int i = 0; i < REPLAY_VERDICT_COUNT; i++)
@@ -35,7 +40,7 @@ int replay_verdict_parse(const char *name, replay_verdict *out)
 
 const char *replay_points_name(replay_points p)
 {
-    static const char *const names[] = {"none", "shared", "all", "pcs"};
+    static const char *const names[] = {"none", "shared", "all", "pcs", "visible"};
     return names[p];
 }
 
@@ -53,6 +58,9 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
         n += snprintf(buf + n, len - (size_t)n, ",starve=%.17g", c->starvation);
     if (c->points == POINTS_NONE || c->points == POINTS_ALL)
         n += snprintf(buf + n, len - (size_t)n, ",points=%s", replay_points_name(c->points));
+    else if (c->points == POINTS_VISIBLE)
+        n += snprintf(buf + n, len - (size_t)n, ",points=visible%s%s", c->pcs_path[0] ? ":" : "",
+                      c->pcs_path);
     else
         n += snprintf(buf + n, len - (size_t)n, ",points=pcs:%s", c->pcs_path);
     if (c->host_parallel)
@@ -91,7 +99,8 @@ void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size
         ADD(" --points %s", replay_points_name(c->points));
     } else {
         /* The shared points of the campaign, as a file: no profiling. */
-        snprintf(tmp, sizeof tmp, "pcs:%s", c->pcs_path);
+        snprintf(tmp, sizeof tmp, "%s:%s", c->points == POINTS_VISIBLE ? "visible" : "pcs",
+                 c->pcs_path);
         ADD(" --points");
         if (n < len)
             n += shell_word(buf + n, len - n, tmp);
@@ -209,8 +218,24 @@ static const char *base_name(const char *file)
 
 /* Each live thread of a deadlocked run whose last event is a futex wait:
  * which word, which object, where. Appends to `waits` and `detail`. */
-static void describe_waits(const char *trace_path, const char *binary, json_t *waits, char *detail,
-                           size_t len)
+/* The program's last synchronization call of thread i, from the plugin's
+ * record (visible points): 0 if none. */
+static uint64_t record_call(json_t *rec, uint32_t i, const char **callee)
+{
+    size_t k;
+    json_t *e;
+    json_array_foreach(json_object_get(rec, "calls"), k, e)
+    {
+        if (json_integer_value(json_object_get(e, "thread")) == (json_int_t)i) {
+            *callee = json_string_value(json_object_get(e, "call"));
+            return (uint64_t)json_integer_value(json_object_get(e, "pc"));
+        }
+    }
+    return 0;
+}
+
+static void describe_waits(const char *trace_path, const char *binary, json_t *rec, json_t *waits,
+                           char *detail, size_t len)
 {
     char err[512];
     weft_trace *t = weft_trace_open(trace_path, err, sizeof err);
@@ -231,6 +256,7 @@ static void describe_waits(const char *trace_path, const char *binary, json_t *w
             continue;
         const char *obj = NULL, *fn = NULL, *file = NULL, *ufn = NULL, *ufile = NULL;
         const char *api = NULL; /* e.g. pthread_mutex_lock */
+        int from_call = 0;      /* ufn:uline is the program's call of api */
         int line = 0, uline = 0;
         uint64_t off = 0, pc = tt->last.pc, upc = 0;
         if (syms) {
@@ -261,6 +287,17 @@ static void describe_waits(const char *trace_path, const char *binary, json_t *w
             }
             if (pc == tt->last.pc && pc)
                 weft_symbols_pc(syms, pc, &fn, &file, &line);
+            /* The call the program made, where it made it: better than the
+             * last own-code access, which may be lines before the call. */
+            const char *callee = NULL;
+            uint64_t cpc = record_call(rec, i, &callee);
+            const char *cf = NULL, *cfl = NULL;
+            int cl = 0;
+            if (cpc && weft_symbols_pc(syms, cpc, &cf, &cfl, &cl) == 0 && cfl && cl) {
+                ufn = cf, ufile = cfl, uline = cl, upc = cpc;
+                api = callee;
+                from_call = 1;
+            }
         }
         char futex[32], what[300], where[600];
         snprintf(futex, sizeof futex, "0x%" PRIx64, tt->last.addr);
@@ -277,7 +314,10 @@ static void describe_waits(const char *trace_path, const char *binary, json_t *w
             w = snprintf(where, sizeof where, "in %s", fn);
         else
             w = snprintf(where, sizeof where, "at pc 0x%" PRIx64, pc);
-        if (ufn && upc != pc)
+        if (ufn && from_call)
+            snprintf(where + w, sizeof where - (size_t)w, ", called from %s (%s:%d)", ufn,
+                     base_name(ufile), uline);
+        else if (ufn && upc != pc)
             snprintf(where + w, sizeof where - (size_t)w, ", last own code %s (%s:%d)", ufn,
                      base_name(ufile), uline);
         else if (ufn)
@@ -380,7 +420,9 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     if (flags & WEFT_TRACE_DEADLOCK) {
         v = REPLAY_DEADLOCK;
         waits = json_array();
-        describe_waits(trace, c->run.binary, waits, detail, sizeof detail);
+        json_t *rec = json_load_file(record, 0, NULL);
+        describe_waits(trace, c->run.binary, rec, waits, detail, sizeof detail);
+        json_decref(rec);
     } else if (r.end == GUEST_TIMED_OUT) {
         v = REPLAY_TIMEOUT;
         snprintf(detail, sizeof detail, "killed after %u s (livelock, or --timeout too short)",

@@ -143,7 +143,8 @@ int replay_summary_read(const char *path, replay_summary *s, char *err, size_t e
         s->seed_max = r->seed;
         s->runs++;
         s->verdicts[r->verdict]++;
-        if (r->verdict != REPLAY_PASS) {
+        s->timeouts += r->verdict == REPLAY_TIMEOUT;
+        if (replay_verdict_is_hit((replay_verdict)r->verdict)) {
             s->hits++;
             if (s->first_hit_seed == UINT64_MAX) {
                 s->first_hit_seed = r->seed;
@@ -157,6 +158,7 @@ int replay_summary_read(const char *path, replay_summary *s, char *err, size_t e
             steps_n++;
             if ((uint64_t)r->steps > s->steps_max)
                 s->steps_max = (uint64_t)r->steps;
+            s->runs_beyond_k += s->k && (uint64_t)r->steps > s->k;
         }
         if (r->threads > s->threads_max)
             s->threads_max = r->threads;
@@ -216,6 +218,8 @@ int replay_summary_write(const replay_summary *s, const char *path, char *err, s
     json_object_set_new(o, "bound", json_real(s->bound));
     json_object_set_new(o, "runs_without_override",
                         json_integer((json_int_t)s->runs_without_override));
+    json_object_set_new(o, "runs_beyond_k", json_integer((json_int_t)s->runs_beyond_k));
+    json_object_set_new(o, "timeouts", json_integer((json_int_t)s->timeouts));
     json_t *v = json_object();
     for (int i = 0; i < REPLAY_VERDICT_COUNT; i++)
         json_object_set_new(v, replay_verdict_name((replay_verdict)i),
@@ -267,22 +271,38 @@ void replay_summary_print(const replay_summary *s, FILE *out)
     fprintf(out, ", n = %" PRIu64 ", k = %" PRIu64 ", points %s; seeds %" PRIu64 "..%" PRIu64 "\n",
             s->n, s->k, s->points, s->seed_min, s->seed_max);
     fprintf(out, "  runs      %" PRIu64 "\n", s->runs);
-    fprintf(out, "  hits      %" PRIu64 " = %.4g%% (95%% CI %.4g%% .. %.4g%%, Clopper-Pearson)\n",
-            s->hits, 100 * s->hit_rate, 100 * s->ci_lo, 100 * s->ci_hi);
+    fprintf(out,
+            "  hits      %" PRIu64 " = %.4g%% (95%% Clopper-Pearson interval %.4g%% .. %.4g%%)%s\n",
+            s->hits, 100 * s->hit_rate, 100 * s->ci_lo, 100 * s->ci_hi,
+            s->timeouts ? "; timeouts are not counted as hits" : "");
+    if (s->timeouts)
+        fprintf(out,
+                "  timeouts  %" PRIu64 " (livelock, or a --timeout too short for the program)\n",
+                s->timeouts);
     fprintf(out, "  verdicts ");
     for (int i = 0; i < REPLAY_VERDICT_COUNT; i++)
         if (s->verdicts[i])
             fprintf(out, " %s %" PRIu64, replay_verdict_name((replay_verdict)i), s->verdicts[i]);
     fprintf(out, "\n");
     const char *f = bound_formula(s->policy, s->depth);
-    if (f)
+    if (f) {
         fprintf(out,
                 "  bound     %.4g%% per run = %s for a depth-%" PRIu64 " bug%s (runs without a "
                 "starvation override: %" PRIu64 ")\n",
                 100 * s->bound, f, s->depth,
                 !strcmp(s->policy, "rpro") && s->depth > 1 ? " within the radius" : "",
                 s->runs_without_override);
-    else
+        if (s->runs_beyond_k)
+            fprintf(out,
+                    "  beyond k  %" PRIu64 " run%s took more than k = %" PRIu64
+                    " steps (up to %" PRIu64 "): the bound speaks only of the other %" PRIu64
+                    "%s\n",
+                    s->runs_beyond_k, s->runs_beyond_k == 1 ? "" : "s", s->k, s->steps_max,
+                    s->runs - s->runs_beyond_k,
+                    s->runs_beyond_k * 10 > s->runs
+                        ? "; many: profile with more runs (--profile-runs) or give --steps"
+                        : "");
+    } else
         fprintf(out, "  bound     none claimed for %s\n", s->policy);
     if (s->first_hit_seed != UINT64_MAX) {
         fprintf(out, "  first hit seed %" PRIu64, s->first_hit_seed);

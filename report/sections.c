@@ -40,6 +40,7 @@ int report_campaign_load(const char *dir, report_campaign *c, char *err, size_t 
     g->points = !pts || !strcmp(pts, "shared") ? POINTS_SHARED
                 : !strcmp(pts, "none")         ? POINTS_NONE
                 : !strcmp(pts, "all")          ? POINTS_ALL
+                : !strcmp(pts, "visible")      ? POINTS_VISIBLE
                                                : POINTS_PCS;
     snprintf(g->pcs_path, sizeof g->pcs_path, "%s", JS(o, "pcs_file") ? JS(o, "pcs_file") : "");
     json_t *st = json_object_get(o, "starvation");

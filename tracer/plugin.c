@@ -28,12 +28,14 @@ typedef struct insn_info {
     uint64_t pc;
     uint32_t index; /* position in its TB */
     uint32_t flags;
+    const char *callee; /* INSN_CALL: the synchronization function called */
 } insn_info;
 
 #define INSN_ATOMIC 0x1u  /* exclusive, acquire/release, LSE or CAS: always a gate */
 #define INSN_RMW 0x2u     /* LSE atomic or CAS: one read-modify-write event */
 #define INSN_SP_BASE 0x4u /* addressed from SP: the thread's own stack */
 #define INSN_GATED 0x8u   /* has a gate */
+#define INSN_CALL 0x10u   /* the program calls a synchronization function: a visible point */
 
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -70,6 +72,16 @@ static int is_lse_atomic(uint32_t w)
 static int is_cas(uint32_t w)
 {
     return is_exclusive_or_ordered(w) && (w & 0x00200000u) && !(w & 0x00800000u);
+}
+
+/* B or BL with a 26-bit word offset: a call, or a tail call at -O2. */
+static int branch_target(uint32_t w, uint64_t pc, uint64_t *target)
+{
+    if ((w & 0x7c000000u) != 0x14000000u)
+        return 0;
+    int64_t off = (int64_t)(int32_t)((w & 0x03ffffffu) << 6) >> 4; /* sign-extended imm26 * 4 */
+    *target = pc + (uint64_t)off;
+    return 1;
 }
 
 vcpu_state *plugin_vcpu(unsigned int index)
@@ -188,6 +200,28 @@ static void tb_exec(unsigned int index, void *udata)
     tb_exec_bound(v, udata);
 }
 
+/* POS decides by races between the events threads are about to execute:
+ * the address a gated pc touched last time is its guess for this time (the
+ * plugin API cannot read the registers that hold the address), and a
+ * synchronization call touches an object the plugin cannot see: unknown,
+ * which POS treats as racing with everything. */
+static void describe_for_pos(vcpu_state *v, const insn_info *ii)
+{
+    uint64_t obj = 0;
+    int acc = PCT_ACCESS_UNKNOWN;
+    if (ii->flags & INSN_CALL) {
+        acc = PCT_ACCESS_SYNC;
+    } else {
+        unsigned h = (unsigned)(ii->pc >> 2) & 63u;
+        if (v->guess[h].pc == ii->pc)
+            obj = v->guess[h].addr, acc = v->guess[h].acc;
+    }
+    weft_platform_describe_step(g_plugin.platform, v->pe, v->exec_obj, v->exec_acc, obj, acc);
+    /* Until the access reports itself (mem_access), the pending event. */
+    v->exec_obj = obj;
+    v->exec_acc = acc;
+}
+
 static void insn_gate_bound(vcpu_state *v, const insn_info *ii)
 {
     if (!plugin_may_wait_in_exec(v))
@@ -199,6 +233,12 @@ static void insn_gate_bound(vcpu_state *v, const insn_info *ii)
     if (!atomic && g_plugin.cfg.settings.quantum &&
         cycles < v->last_gate + g_plugin.cfg.settings.quantum)
         return;
+    if (ii->flags & INSN_CALL) {
+        v->last_call_pc = ii->pc;
+        v->last_callee = ii->callee;
+    }
+    if (g_plugin.sched.cfg.kind == PCT_KIND_POS && g_plugin.sched.policy)
+        describe_for_pos(v, ii);
     uint64_t resume;
     if (weft_platform_gate(g_plugin.platform, v->pe, cycles, ii->pc,
                            atomic ? WEFT_SYNC_ATOMIC : WEFT_SYNC_ACCESS, &resume) == WEFT_GATE_OK)
@@ -268,6 +308,15 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
     default:
         break;
     }
+    if ((ii->flags & INSN_GATED) && g_plugin.sched.cfg.kind == PCT_KIND_POS) {
+        unsigned h = (unsigned)(ii->pc >> 2) & 63u;
+        int acc = store || (ii->flags & INSN_RMW) ? PCT_ACCESS_WRITE : PCT_ACCESS_READ;
+        v->guess[h].pc = ii->pc;
+        v->guess[h].addr = vaddr;
+        v->guess[h].acc = acc;
+        v->exec_obj = vaddr;
+        v->exec_acc = acc;
+    }
     uint8_t kind;
     if (ii->flags & INSN_RMW) {
         kind = WEFT_EV_RMW;
@@ -309,18 +358,35 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     int near = 0;
     for (size_t i = 0; g_plugin.spec.on && !near && i < n; i++)
         near = spec_gated(qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, i)));
+    int visible = sched_visible();
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         if (qemu_plugin_insn_size(insn) != 4)
             continue;
         uint32_t w;
         memcpy(&w, qemu_plugin_insn_data(insn), 4);
+        uint64_t pc = qemu_plugin_insn_vaddr(insn), target;
+        /* Visible points: the program's own code only; what the library
+         * does inside a call is part of that one step. */
+        int own = visible && sched_own_pc(pc);
+        const char *callee;
+        if (own && branch_target(w, pc, &target) && (callee = sched_sync_target(target))) {
+            insn_info *ci = insn_info_new();
+            if (ci) {
+                *ci = (insn_info){.pc = pc,
+                                  .index = (uint32_t)i,
+                                  .flags = INSN_CALL | INSN_GATED,
+                                  .callee = callee};
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_gate, QEMU_PLUGIN_CB_NO_REGS, ci);
+            }
+            continue;
+        }
         if (!is_load_store(w))
             continue;
         insn_info *ii = insn_info_new();
         if (!ii)
             continue;
-        ii->pc = qemu_plugin_insn_vaddr(insn);
+        ii->pc = pc;
         ii->index = (uint32_t)i;
         ii->flags = 0;
         if (is_exclusive_or_ordered(w) || is_lse_atomic(w))
@@ -329,8 +395,11 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             ii->flags |= INSN_RMW;
         if (((w >> 5) & 31u) == 31u)
             ii->flags |= INSN_SP_BASE;
-        if ((ii->flags & INSN_ATOMIC) ||
-            (!(ii->flags & INSN_SP_BASE) && point_at(exact, ii->pc, near))) {
+        int gate = visible ? own && ((ii->flags & INSN_ATOMIC) ||
+                                     (!(ii->flags & INSN_SP_BASE) && sched_is_point_pc(pc)))
+                           : (ii->flags & INSN_ATOMIC) ||
+                                 (!(ii->flags & INSN_SP_BASE) && point_at(exact, pc, near));
+        if (gate) {
             ii->flags |= INSN_GATED;
             qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_gate, QEMU_PLUGIN_CB_NO_REGS, ii);
         }
@@ -591,6 +660,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     weft_trace_meta meta = {0};
     meta.settings = g_plugin.cfg.settings;
     fill_meta(&meta, argstore);
+    if (sched_load_code(meta.binary_path, err, sizeof err) != 0) {
+        fprintf(stderr, "weft-tracer: %s\n", err);
+        return -1;
+    }
     g_plugin.writer = weft_trace_writer_open(g_plugin.cfg.out, &meta, err, sizeof err);
     if (!g_plugin.writer) {
         fprintf(stderr, "weft-tracer: %s\n", err);

@@ -52,6 +52,11 @@ int sched_parse_arg(const char *key, const char *val)
         else if (!strncmp(val, "pcs:", 4) && val[4]) {
             s->points = POINTS_PCS;
             s->pcs_path = val + 4;
+        } else if (!strcmp(val, "visible")) {
+            s->points = POINTS_VISIBLE;
+        } else if (!strncmp(val, "visible:", 8) && val[8]) {
+            s->points = POINTS_VISIBLE; /* and the shared-access pcs of the file */
+            s->pcs_path = val + 8;
         } else
             return -1;
     } else if (!strcmp(key, "hostpar") && num)
@@ -118,7 +123,8 @@ int sched_setup(char *err, size_t errlen)
     sched_state *s = &g_plugin.sched;
     if (!s->requested)
         return 0;
-    if (s->points == POINTS_PCS && plugin_load_pcs(s->pcs_path, &s->pcs, &s->npcs, err, errlen))
+    if ((s->points == POINTS_PCS || (s->points == POINTS_VISIBLE && s->pcs_path)) &&
+        plugin_load_pcs(s->pcs_path, &s->pcs, &s->npcs, err, errlen))
         return -1;
     s->policy = pct_policy_create(&s->cfg, err, errlen);
     if (!s->policy)
@@ -134,6 +140,58 @@ int sched_setup(char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+int sched_load_code(const char *binary, char *err, size_t errlen)
+{
+    sched_state *s = &g_plugin.sched;
+    atomic_store(&s->bias, INT64_MIN);
+    if (!s->requested || s->points != POINTS_VISIBLE)
+        return 0;
+    weft_symbols *syms = weft_symbols_open(binary, err, errlen);
+    if (!syms)
+        return -1;
+    int rc = weft_code_map_build(syms, &s->code, err, errlen);
+    /* The map's names point into static storage, not into the symbols. */
+    weft_symbols_close(syms);
+    if (rc)
+        return -1;
+    s->have_code = 1;
+    if (s->code.how == WEFT_CODE_ALL)
+        fprintf(stderr,
+                "weft: %s has no debug info: its code cannot be told from the C "
+                "library's, so every instruction counts as the program's (build with -g)\n",
+                binary);
+    return 0;
+}
+
+int sched_visible(void)
+{
+    return g_plugin.sched.policy && g_plugin.sched.points == POINTS_VISIBLE &&
+           g_plugin.sched.have_code;
+}
+
+/* qemu loads a position-independent binary at an address of its choosing:
+ * the code map's link-time addresses move by start_code - text_lo. */
+static int64_t load_bias(void)
+{
+    sched_state *s = &g_plugin.sched;
+    int64_t b = atomic_load_explicit(&s->bias, memory_order_relaxed);
+    if (b == INT64_MIN) {
+        b = (int64_t)(qemu_plugin_start_code() - s->code.text_lo);
+        atomic_store(&s->bias, b);
+    }
+    return b;
+}
+
+int sched_own_pc(uint64_t pc)
+{
+    return weft_code_map_own(&g_plugin.sched.code, pc - (uint64_t)load_bias());
+}
+
+const char *sched_sync_target(uint64_t target)
+{
+    return weft_code_map_sync(&g_plugin.sched.code, target - (uint64_t)load_bias());
 }
 
 void sched_write_record(void)
@@ -155,6 +213,18 @@ void sched_write_record(void)
         (json_int_t)weft_platform_handoffs(g_plugin.platform), "threads",
         (json_int_t)pct_policy_thread_count(s->policy), "low_set_ever",
         (json_int_t)pct_policy_low_set_ever(s->policy));
+    /* Each thread's last synchronization call in the program's own code:
+     * where a thread blocked in the C library was called from. */
+    json_t *calls = json_array();
+    for (unsigned i = 0; rec && calls && i < PLUGIN_MAX_VCPUS; i++) {
+        vcpu_state *v = g_plugin.vcpus[i];
+        if (v && v->pe >= 0 && v->last_call_pc)
+            json_array_append_new(calls, json_pack("{s:i, s:I, s:s}", "thread", v->pe, "pc",
+                                                   (json_int_t)v->last_call_pc, "call",
+                                                   v->last_callee ? v->last_callee : "?"));
+    }
+    if (rec)
+        json_object_set_new(rec, "calls", calls ? calls : json_array());
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->record_path, (int)getpid());
     if (!rec || json_dump_file(rec, tmp, JSON_COMPACT) != 0 || rename(tmp, s->record_path) != 0) {

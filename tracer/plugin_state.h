@@ -41,6 +41,16 @@ typedef struct vcpu_state {
     uint64_t sys_cycles;
     int sys_released;
     int futex_waiting;
+    uint64_t last_call_pc; /* the program's last synchronization call (visible points) */
+    const char *last_callee;
+    /* POS: what the thread touched at its last point, and where each gated
+     * pc went last time (a direct-mapped guess of a pending access). */
+    uint64_t exec_obj;
+    int exec_acc;
+    struct {
+        uint64_t pc, addr;
+        int acc;
+    } guess[64];
     size_t nbuf;
     weft_event buf[PLUGIN_BUF_EVENTS];
 } vcpu_state;
@@ -71,7 +81,15 @@ typedef struct plugin_config {
 } plugin_config;
 
 /* Replays: which plain accesses are schedule points. */
-typedef enum points_kind { POINTS_NONE = 0, POINTS_ALL = 1, POINTS_PCS = 2 } points_kind;
+typedef enum points_kind {
+    POINTS_NONE = 0,
+    POINTS_ALL = 1,
+    POINTS_PCS = 2,
+    /* The program's own visible operations: its calls of the C library's
+     * synchronization, its atomics, its accesses at the pcs of the file, its
+     * thread and process exits; nothing inside the library is a point. */
+    POINTS_VISIBLE = 3
+} points_kind;
 
 typedef struct sched_state {
     pct_config cfg;
@@ -83,6 +101,9 @@ typedef struct sched_state {
     size_t npcs;
     int ppct_host_parallel;
     const char *record_path; /* JSON record of the policy's run */
+    weft_code_map code;      /* POINTS_VISIBLE: link-time addresses */
+    int have_code;
+    _Atomic int64_t bias; /* load address - link address, once known (INT64_MIN before) */
 } sched_state;
 
 /* Exact mode by speculation (plugin_spec.c): only atomics, syscalls and the
@@ -193,6 +214,14 @@ int sched_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours, -
 int sched_setup(char *err, size_t errlen);
 int sched_is_point_pc(uint64_t pc);
 void sched_write_record(void);
+/* POINTS_VISIBLE: read the program's code map from its binary. */
+int sched_load_code(const char *binary, char *err, size_t errlen);
+/* A replay whose points are the program's visible operations. */
+int sched_visible(void);
+/* In the program's own code (not the C library's): pc as loaded. */
+int sched_own_pc(uint64_t pc);
+/* The synchronization function a branch to `target` (as loaded) enters. */
+const char *sched_sync_target(uint64_t target);
 
 /* plugin_spec.c */
 int spec_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours, -1 bad */

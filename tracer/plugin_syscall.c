@@ -170,8 +170,14 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
     v->sys_cycles = vcpu_cycles_at(v, v->insns ? v->insns - 1 : 0);
     weft_platform *p = g_plugin.platform;
     uint64_t resume;
-    if (weft_platform_gate(p, v->pe, v->sys_cycles, (uint64_t)num, WEFT_SYNC_SYSCALL, &resume) ==
-        WEFT_GATE_OK)
+    /* With visible points a syscall is the library's business (a futex
+     * inside pthread_mutex_lock), except the exits: a thread's end and the
+     * process's are the program's own steps. The gate still runs, for the
+     * syscall's place in virtual time and its blocking. */
+    int quiet = sched_visible() && num != SYS_EXIT && num != SYS_EXIT_GROUP;
+    if (weft_platform_gate(p, v->pe, v->sys_cycles, (uint64_t)num,
+                           WEFT_SYNC_SYSCALL | (quiet ? WEFT_SYNC_NOT_A_POINT : 0),
+                           &resume) == WEFT_GATE_OK)
         plugin_synced(v, resume);
     v->offset += resume - v->sys_cycles; /* held back by a replay policy */
     v->sys_cycles = resume;
@@ -214,6 +220,15 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         atomic_store(&g_plugin.exit_group_seen, 1);
         atomic_store(&g_plugin.exit_cycles, v->sys_cycles);
         plugin_flush(v);
+        if (g_plugin.sched.policy && !g_plugin.sched.ppct_host_parallel) {
+            /* Under a policy this thread holds the only token: every other
+             * thread waits at a gate. Ending the process here, before qemu
+             * lets them run while it exits, keeps what they do next out of
+             * the run, so a program that returns from main without joining
+             * ends the same way for the same seed. */
+            plugin_finish(0);
+            _exit((int)(a1 & 0xff));
+        }
         /* qemu now stops every vCPU in an exclusive section: no gate may hold one. */
         weft_platform_exiting(p);
         break;

@@ -3,7 +3,7 @@
  *
  * Traces hit the same few pcs millions of times, so pc lookups are cached;
  * data lookups are a binary search over the sorted objects. */
-#include "trace_internal.h"
+#include "symbols_internal.h"
 
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
@@ -14,36 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-typedef struct sym {
-    uint64_t addr, size;
-    const char *name; /* in the ELF string table */
-    int rank;         /* lower is preferred among aliases at one address */
-} sym;
-
-typedef struct cu_range {
-    uint64_t lo, hi;
-    Dwarf_Die cu;
-} cu_range;
-
-typedef struct pc_info {
-    const char *function, *file;
-    int line;
-    bool found;
-} pc_info;
-
-struct weft_symbols {
-    int fd;
-    Elf *elf;
-    Dwarf *dw; /* NULL without debug info */
-    sym *funcs, *objs;
-    size_t nfuncs, nobjs;
-    cu_range *cus;
-    size_t ncus;
-    trc_addrmap pc_cache; /* pc -> index + 1 in infos */
-    pc_info *infos;
-    size_t ninfos, cap_infos;
-};
 
 const char *weft_elf_machine_name(unsigned m)
 {

@@ -26,11 +26,11 @@ bad "unknown option" --frobnicate -- "$fx"
 bad "no program" --sched pct
 bad "depth beyond k" --sched pct --depth 12 --steps 10 --threads 2 --points none -- "$fx"
 # --seed S --runs N: a campaign of seeds S..S+N-1.
-run_status st "$WEFT" replay --seed 3 --runs 2 --points none --jobs 1 --output "$work/s3" -- \
+run_status st "$WEFT" replay --sched pct --seed 3 --runs 2 --points none --jobs 1 --output "$work/s3" -- \
   "$WEFT_FIXTURES/lost_update_ok" >/dev/null 2>&1
 check "--seed 3 --runs 2: seeds 3 and 4" \
   test "$(jq -r .seed "$work/s3/runs.jsonl" | sort -n | tr '\n' ' ')" = "3 4 "
-bad "resume without a campaign" --resume --output "$work/nothing" -- "$fx"
+bad "resume without a campaign" --sched pct --resume --output "$work/nothing" -- "$fx"
 
 # The radius checked against the k a profiling run measured.
 run_status st "$WEFT" replay --sched rpro --depth 2 --radius 100000000 --points none --output "$work/rk" \
@@ -51,8 +51,18 @@ check "--help: lists the options" grep -q -- "--stop-on-hit" "$work/out"
 # Defaults are printed: policy, depth, k and n measured, points, seeds.
 run_status st "$WEFT" replay --output "$work/def" -- "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>&1
 check "defaults: one passing run (status $st)" test "$st" = 0
-check "defaults: printed" grep -Eq "^weft: pct, depth 1, k = [0-9]+, n = 3, points shared .*seeds 1\.\.1" "$work/out"
-check "defaults: k and n from a profiling run" grep -q "profiling run (random, seed 0" "$work/out"
+check "defaults: the portfolio" grep -Eq "^weft: portfolio of 5 policies" "$work/out"
+check "defaults: a table row per policy" \
+  test "$(grep -cE '^  (random|pct-d1|pct-d2|pct-d3|pos) ' "$work/out")" = 5
+check "defaults: visible points" grep -q "points visible" "$work/out"
+check "defaults: k and n from profiling runs" grep -q "profiling: 3 runs (random, seeds 0..2" "$work/out"
+check "defaults: a campaign folder per policy" test -s "$work/def/pct-d3/runs.jsonl"
+run_status st "$WEFT" replay --depth 2 -- "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>"$work/err"
+check "--depth without --sched: refused (status $st)" test "$st" = 2
+check "--depth without --sched: says so" grep -q "needs --sched" "$work/err"
+run_status st "$WEFT" replay --sched pct --output "$work/d3" -- "$WEFT_FIXTURES/lost_update_ok" \
+  >"$work/out" 2>&1
+check "--sched pct: depth 3 by default" grep -Eq "^weft: pct, depth 3, k = [0-9]+, n = 3, points visible" "$work/out"
 
 # --summary of a hand-written runs.jsonl: 10 seeds (one of them twice), 3 hits.
 line() { # seed verdict
@@ -69,7 +79,7 @@ check "--summary: status 0" test "$st" = 0
 check "--summary: 10 runs (a repeated seed counts once)" grep -q "runs      10$" "$work/out"
 # Clopper-Pearson 95% for 3/10: 6.674% .. 65.25%.
 check "--summary: 3 hits, 30%, Clopper-Pearson interval" \
-  grep -q "hits      3 = 30% (95% CI 6.674% .. 65.25%" "$work/out"
+  grep -q "hits      3 = 30% (95% Clopper-Pearson interval 6.674% .. 65.25%" "$work/out"
 check "--summary: bound 1/(n k) = 0.5%" grep -q "bound     0.5% per run = 1/(n k^(d-1))" "$work/out"
 check "--summary: first hit seed 3 after 3 runs" grep -q "first hit seed 3 (run 3 of" "$work/out"
 printf '{"seed":11,"verdict":"pass","policy":"rpro","depth":2,"radius":3,"n":2,"k":100,"points":"none"}\n' \

@@ -23,11 +23,19 @@ check "deadlock: each wait names thread, futex, function" \
   test "$(jq '[.waits[] | select(.thread >= 0 and (.futex | startswith("0x")) and .function != null)] | length' \
     "$work/deadlock/runs.jsonl")" -ge 2
 check "deadlock: not a timeout" test "$(jq -r .verdict "$work/deadlock/runs.jsonl")" = deadlock
+# With visible points, each wait names the program's own lock call: the
+# second lock of each worker (fail_deadlock.c lines 18 and 27), not the
+# last line of the program the thread ran.
+one deadlock_call 10 deadlock --sched random -- "$WEFT_FIXTURES/fail_deadlock"
+check "deadlock: each wait names the blocked lock call's line" \
+  test "$(jq -c '[.waits[] | select(.call == "pthread_mutex_lock") | .line] | sort' \
+    "$work/deadlock_call/runs.jsonl")" = '[18,27]'
+check "deadlock: the line is printed" grep -q "called from .*fail_deadlock.c:18" "$work/deadlock_call.log"
 
 # A thread spinning on a flag nobody sets: killed at the limit. Steps and
 # threads given, so no profiling run (which would spin too).
 t0=$(date +%s)
-one spin 10 timeout --sched pct --points none --steps 100 --threads 2 --timeout 2 \
+one spin 0 timeout --sched pct --points none --steps 100 --threads 2 --timeout 2 \
   -- "$WEFT_FIXTURES/fail_spin"
 check "spin: killed near the limit ($(($(date +%s) - t0)) s)" test $(($(date +%s) - t0)) -lt 60
 check "spin: no qemu left behind" bash -c "! pgrep -f 'qemu-aarch6[4].*${work}/spin/' >/dev/null"

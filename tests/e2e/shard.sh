@@ -77,7 +77,7 @@ for bad in 0/4 5/4 3 1/0 a/b 2/4x; do
 done
 run_status st "$WEFT" replay --shard 1/4 --seed 3 -- "$fx" >/dev/null 2>"$work/e"
 check "--shard with --seed: status 2" test "$st" = 2
-run_status st "$WEFT" replay --shard 3/8 --runs 2 -o "$work/empty" -- "$fx" >/dev/null 2>"$work/e"
+run_status st "$WEFT" replay --sched pct --shard 3/8 --runs 2 -o "$work/empty" -- "$fx" >/dev/null 2>"$work/e"
 check "--shard 3/8 of 2 runs: empty shard refused" test "$st $(grep -c 'no seed' "$work/e")" = "2 1"
 run_status st "${clean_env[@]}" "$WEFT" replay --sched pct --depth 2 --runs 40 --timeout 30 -q --resume \
   --shard 2/4 -o "$work/shards/2" -- "$fx" >"$work/resume.log" 2>&1

@@ -101,6 +101,59 @@ static void expect_error(const char *path, const char *needle)
         fail_msg("error \"%s\" lacks \"%s\"", err, needle);
 }
 
+/* The program's own code: the compile units of a static -g binary hold
+ * main and worker but not glibc's pthread_mutex_lock, whose entry is a
+ * synchronization entry; in a dynamic binary the PLT stubs are. */
+static void test_code_map_static(void **state)
+{
+    (void)state;
+    char err[256];
+    weft_symbols *s = weft_symbols_open(WEFT_TEST_FIXTURE, err, sizeof err);
+    assert_non_null(s);
+    weft_code_map m;
+    assert_int_equal(weft_code_map_build(s, &m, err, sizeof err), 0);
+    assert_int_equal(m.how, WEFT_CODE_DWARF);
+    uint64_t main_at, lock_at, malloc_at;
+    assert_int_equal(weft_symbols_function(s, "main", &main_at, NULL), 0);
+    assert_int_equal(weft_symbols_function(s, "pthread_mutex_lock", &lock_at, NULL), 0);
+    assert_int_equal(weft_symbols_function(s, "malloc", &malloc_at, NULL), 0);
+    assert_true(weft_code_map_own(&m, main_at));
+    assert_false(weft_code_map_own(&m, lock_at));
+    assert_false(weft_code_map_own(&m, malloc_at));
+    assert_string_equal(weft_code_map_sync(&m, lock_at), "pthread_mutex_lock");
+    assert_null(weft_code_map_sync(&m, malloc_at));
+    assert_null(weft_code_map_sync(&m, main_at));
+    assert_true(m.text_lo <= main_at);
+    weft_code_map_free(&m);
+    weft_symbols_close(s);
+}
+
+static void test_code_map_dynamic(void **state)
+{
+    (void)state;
+    char err[256];
+    weft_symbols *s = weft_symbols_open(WEFT_TEST_FIXTURE_DYN, err, sizeof err);
+    assert_non_null(s);
+    weft_code_map m;
+    assert_int_equal(weft_code_map_build(s, &m, err, sizeof err), 0);
+    assert_int_equal(m.how, WEFT_CODE_DYNAMIC);
+    uint64_t main_at;
+    assert_int_equal(weft_symbols_function(s, "main", &main_at, NULL), 0);
+    assert_true(weft_code_map_own(&m, main_at));
+    /* lost_update locks nothing but creates and joins threads. */
+    int create = 0, join = 0;
+    for (size_t i = 0; i < m.nsync; i++) {
+        create += !strcmp(m.sync[i].name, "pthread_create");
+        join += !strcmp(m.sync[i].name, "pthread_join");
+        /* A stub lies in the binary's own executable segments. */
+        assert_true(weft_code_map_own(&m, m.sync[i].addr));
+    }
+    assert_int_equal(create, 1);
+    assert_int_equal(join, 1);
+    weft_code_map_free(&m);
+    weft_symbols_close(s);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -112,10 +165,9 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_data_symbols),
-        cmocka_unit_test(test_pc_symbols),
-        cmocka_unit_test(test_build_id),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_data_symbols),     cmocka_unit_test(test_pc_symbols),
+        cmocka_unit_test(test_build_id),         cmocka_unit_test(test_code_map_static),
+        cmocka_unit_test(test_code_map_dynamic), cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests_name("symbols", tests, NULL, NULL);
 }

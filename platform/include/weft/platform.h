@@ -96,6 +96,12 @@ typedef enum weft_sync_kind {
     WEFT_SYNC_SYSCALL = 2 /* system call: a TLM transaction to the OS emulator */
 } weft_sync_kind;
 
+/* OR'ed into a gate's kind when replaying: the gate orders and models the
+ * event but is not a schedule point (no step, no decision). The token
+ * holder passes it at once; another thread waits for the token there as at
+ * any gate. */
+#define WEFT_SYNC_NOT_A_POINT 0x100
+
 /* Block until the PE's event at `cycles` is first among all PEs that can
  * still produce an event (ideal policy: smallest (time, PE id)) or, when
  * replaying, until the policy gives the PE the token; then
@@ -103,7 +109,7 @@ typedef enum weft_sync_kind {
  * issue the event as a transaction through the crossbar. `resume` gets the
  * cycles at which the PE continues: `cycles`, or later if it was held back. */
 weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, uint64_t addr,
-                                    weft_sync_kind kind, uint64_t *resume);
+                                    int kind, uint64_t *resume);
 
 /* A syscall that may block indefinitely (read, wait4, ...): the PE stops
  * being counted until syscall_return. Deterministic only if it returns
@@ -136,6 +142,12 @@ int weft_platform_stuck_in_qemu(weft_platform *p, int pe);
 /* The PE's host thread enters (+1) or leaves (-1) weft's own code, where it
  * may sleep on weft's locks: not to be taken for a qemu exclusive section. */
 void weft_platform_busy(weft_platform *p, int pe, int delta);
+/* What the PE did since its last schedule point (exec) and what its next
+ * one will touch (pending; a prediction): objects are addresses, 0 when
+ * unknown; accesses are pct_access values. Read at the PE's next gate by a
+ * policy that orders by races (POS); others ignore it. */
+void weft_platform_describe_step(weft_platform *p, int pe, uint64_t exec_obj, int exec_acc,
+                                 uint64_t pend_obj, int pend_acc);
 /* The PE is in a fork (on = 1) until it returns (on = 0): asleep then, it
  * may be in qemu's exclusive section although it is in a syscall. */
 void weft_platform_forking(weft_platform *p, int pe, int on);

@@ -35,9 +35,21 @@ typedef enum replay_verdict {
 } replay_verdict;
 
 const char *replay_verdict_name(replay_verdict v);
+/* A bug found: any verdict but pass and timeout. */
+int replay_verdict_is_hit(replay_verdict v);
 int replay_verdict_parse(const char *name, replay_verdict *out);
 
-typedef enum replay_points { POINTS_NONE, POINTS_SHARED, POINTS_ALL, POINTS_PCS } replay_points;
+/* Which plain accesses are schedule points (besides what each mode adds):
+ * visible (default): the program's own operations only (docs/replay.md);
+ * shared: every syscall and atomic, and the accesses to shared addresses,
+ * library code included (weft before visible points); none; all; pcs:FILE. */
+typedef enum replay_points {
+    POINTS_NONE,
+    POINTS_SHARED,
+    POINTS_ALL,
+    POINTS_PCS,
+    POINTS_VISIBLE
+} replay_points;
 const char *replay_points_name(replay_points p);
 
 typedef struct replay_config {
@@ -46,9 +58,13 @@ typedef struct replay_config {
     uint64_t k, n;        /* 0 until given or profiled */
     int k_given, n_given; /* from --steps / --threads */
     int radius_given, runs_given, first_given, jobs_given;
+    uint64_t profile_runs; /* profiling runs that measure k and n (their maximum) */
+    int portfolio;         /* no --sched: several policies share the runs (portfolio.c) */
+    int inner;             /* a portfolio member: no per-campaign lines or summary */
+    int depth_given;
     double starvation; /* < 0: the plugin's default */
     replay_points points;
-    char pcs_path[PATH_MAX + 32]; /* POINTS_SHARED (after profiling) and POINTS_PCS */
+    char pcs_path[PATH_MAX + 32]; /* the shared-access pcs: SHARED, VISIBLE (profiled), PCS */
     uint64_t npcs;
     int host_parallel;
     uint64_t first_seed, runs;
@@ -123,6 +139,14 @@ int replay_campaign_load(replay_config *c, replay_shard *sh);
  * Returns weft's exit status. */
 int replay_start(replay_config *c, const char *out, replay_shard *sh);
 
+/* ---- the portfolio (portfolio.c) ------------------------------------------ */
+
+/* Split c->runs over random, PCT at depths 1-3 and POS, a chunk of seeds
+ * per policy in turn, each policy a campaign in c->out_dir/POLICY; print a
+ * table per policy. k, n and the points must be known (profiled). Returns
+ * weft's exit status (10 if some policy found a bug). */
+int replay_portfolio(replay_config *c);
+
 /* ---- campaigns (campaign.c) ---------------------------------------- */
 
 /* Run seeds first_seed..first_seed+runs-1 (skipping those already in
@@ -134,8 +158,13 @@ int replay_campaign(replay_config *c);
 typedef struct replay_summary {
     char policy[16], points[16];
     uint64_t depth, radius, n, k;
-    uint64_t runs, hits, verdicts[REPLAY_VERDICT_COUNT];
+    /* hits: runs that found a bug (every verdict but pass and timeout); a
+     * timeout may be a livelock or a too-short --timeout, so it is counted
+     * beside the hits, not in them. */
+    uint64_t runs, hits, timeouts, verdicts[REPLAY_VERDICT_COUNT];
     uint64_t runs_without_override;
+    /* runs that took more steps than k: the bound does not speak of them */
+    uint64_t runs_beyond_k;
     double hit_rate, ci_lo, ci_hi, bound;
     uint64_t seed_min, seed_max, first_hit_seed; /* first_hit_seed: UINT64_MAX if none */
     uint64_t steps_max, threads_max;

@@ -214,6 +214,33 @@ int weft_elf_build_id(const char *elf_path, uint8_t *out, size_t outlen);
 int weft_symbols_function(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size);
 void weft_symbols_close(weft_symbols *s);
 
+/* The program's own code and its calls into the C library's
+ * synchronization (symbols_code.c), in link-time addresses: a replay counts
+ * what the program itself does as schedule points, not what the library
+ * does inside a call (docs/replay.md, "Schedule points"). */
+typedef enum weft_code_how {
+    WEFT_CODE_DWARF = 0,   /* static: the debug info's compile units */
+    WEFT_CODE_DYNAMIC = 1, /* dynamic: the binary's executable segments */
+    WEFT_CODE_ALL = 2      /* static without debug info: cannot tell, all of it */
+} weft_code_how;
+typedef struct weft_sync_entry {
+    uint64_t addr;    /* the function's entry (static) or its PLT stub (dynamic) */
+    const char *name; /* "pthread_mutex_lock", ... */
+} weft_sync_entry;
+typedef struct weft_code_map {
+    weft_code_how how;
+    uint64_t *own_lo, *own_hi; /* the program's own code: [lo, hi) ranges */
+    size_t nown;
+    weft_sync_entry *sync; /* sorted by addr */
+    size_t nsync;
+    uint64_t text_lo; /* lowest executable address: with qemu's start_code, the load bias */
+} weft_code_map;
+int weft_code_map_build(weft_symbols *s, weft_code_map *m, char *err, size_t errlen);
+int weft_code_map_own(const weft_code_map *m, uint64_t pc);
+/* The synchronization function a call to `target` enters, or NULL. */
+const char *weft_code_map_sync(const weft_code_map *m, uint64_t target);
+void weft_code_map_free(weft_code_map *m);
+
 /* ---- views (weft info / weft export) --------------------------------------- */
 
 /* Seed-004-Table-1-style summary: threads, events per thread, per-variable

@@ -1,0 +1,220 @@
+/* The program's own code, told from the C library's, and where it calls the
+ * library's synchronization: what systematic testers count as visible
+ * operations (a pthread_mutex_lock is one step, not its CAS, its futex and
+ * its bookkeeping; docs/replay.md).
+ *
+ * A static binary carries glibc inside it. Debian's libc.a has no DWARF, so
+ * the compile units of the debug info are the program's own code. A dynamic
+ * binary's own code is its executable segments: the library lives in the
+ * shared objects. A static binary without debug info gives no way to tell,
+ * and the whole text counts as the program's (WEFT_CODE_ALL says so). */
+#include "symbols_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* What a program calls to synchronize, at the level it calls it. */
+static const char *const sync_functions[] = {
+    "pthread_mutex_lock",
+    "pthread_mutex_trylock",
+    "pthread_mutex_timedlock",
+    "pthread_mutex_unlock",
+    "pthread_cond_wait",
+    "pthread_cond_timedwait",
+    "pthread_cond_signal",
+    "pthread_cond_broadcast",
+    "pthread_rwlock_rdlock",
+    "pthread_rwlock_wrlock",
+    "pthread_rwlock_tryrdlock",
+    "pthread_rwlock_trywrlock",
+    "pthread_rwlock_unlock",
+    "pthread_spin_lock",
+    "pthread_spin_trylock",
+    "pthread_spin_unlock",
+    "pthread_barrier_wait",
+    "pthread_create",
+    "pthread_join",
+    "pthread_exit",
+    "pthread_once",
+    "sem_wait",
+    "sem_trywait",
+    "sem_timedwait",
+    "sem_post",
+    "mtx_lock",
+    "mtx_trylock",
+    "mtx_timedlock",
+    "mtx_unlock",
+    "cnd_wait",
+    "cnd_timedwait",
+    "cnd_signal",
+    "cnd_broadcast",
+    "thrd_create",
+    "thrd_join",
+    "thrd_exit",
+    "exit",
+    "abort",
+};
+
+static int push_range(weft_code_map *m, uint64_t lo, uint64_t hi)
+{
+    uint64_t *l = realloc(m->own_lo, (m->nown + 1) * sizeof *l);
+    if (!l)
+        return -1;
+    m->own_lo = l;
+    uint64_t *h = realloc(m->own_hi, (m->nown + 1) * sizeof *h);
+    if (!h)
+        return -1;
+    m->own_hi = h;
+    m->own_lo[m->nown] = lo;
+    m->own_hi[m->nown++] = hi;
+    return 0;
+}
+
+static int push_sync(weft_code_map *m, uint64_t addr, const char *name)
+{
+    weft_sync_entry *v = realloc(m->sync, (m->nsync + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    m->sync = v;
+    m->sync[m->nsync++] = (weft_sync_entry){addr, name};
+    return 0;
+}
+
+/* The executable PT_LOAD segments; whether the binary names a loader. */
+static int load_segments(weft_symbols *s, weft_code_map *m, int own, int *dynamic)
+{
+    size_t n;
+    if (elf_getphdrnum(s->elf, &n) != 0)
+        return -1;
+    m->text_lo = UINT64_MAX;
+    *dynamic = 0;
+    for (size_t i = 0; i < n; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(s->elf, (int)i, &ph))
+            continue;
+        if (ph.p_type == PT_INTERP)
+            *dynamic = 1;
+        if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+            continue;
+        if (ph.p_vaddr < m->text_lo)
+            m->text_lo = ph.p_vaddr;
+        if (own && push_range(m, ph.p_vaddr, ph.p_vaddr + ph.p_memsz))
+            return -1;
+    }
+    return m->text_lo == UINT64_MAX ? -1 : 0;
+}
+
+static Elf_Scn *section(weft_symbols *s, const char *name, GElf_Shdr *sh)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(s->elf, &shstrndx) != 0)
+        return NULL;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(s->elf, scn));) {
+        const char *n;
+        if (gelf_getshdr(scn, sh) && (n = elf_strptr(s->elf, shstrndx, sh->sh_name)) &&
+            !strcmp(n, name))
+            return scn;
+    }
+    return NULL;
+}
+
+/* A dynamic binary reaches the library's functions through its PLT: the
+ * i-th R_AARCH64_JUMP_SLOT relocation is the i-th 16-byte stub after the
+ * 32-byte PLT header (the AArch64 ELF ABI's lazy PLT). */
+static int plt_stubs(weft_symbols *s, weft_code_map *m)
+{
+    GElf_Shdr rsh, psh, dsh;
+    Elf_Scn *rela = section(s, ".rela.plt", &rsh), *plt = section(s, ".plt", &psh);
+    if (!rela || !plt || rsh.sh_entsize == 0)
+        return 0; /* no lazy PLT (-z now with -fno-plt, or nothing imported) */
+    Elf_Scn *dynsym = elf_getscn(s->elf, rsh.sh_link);
+    if (!dynsym || !gelf_getshdr(dynsym, &dsh))
+        return 0;
+    Elf_Data *rd = elf_getdata(rela, NULL), *sd = elf_getdata(dynsym, NULL);
+    size_t n = rd ? rsh.sh_size / rsh.sh_entsize : 0;
+    for (size_t i = 0; i < n; i++) {
+        GElf_Rela r;
+        GElf_Sym sym;
+        if (!gelf_getrela(rd, (int)i, &r) || !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &sym))
+            continue;
+        const char *name = elf_strptr(s->elf, dsh.sh_link, sym.st_name);
+        for (size_t k = 0; name && k < sizeof sync_functions / sizeof *sync_functions; k++)
+            if (!strcmp(name, sync_functions[k]) &&
+                push_sync(m, psh.sh_addr + 32 + 16 * (uint64_t)i, sync_functions[k]))
+                return -1;
+    }
+    return 0;
+}
+
+static int sync_cmp(const void *a, const void *b)
+{
+    const weft_sync_entry *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int weft_code_map_build(weft_symbols *s, weft_code_map *m, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    int dynamic = 0;
+    /* Static with DWARF: the compile units; otherwise the executable
+     * segments (a dynamic binary's own, or everything). */
+    int by_cus = 0;
+    if (load_segments(s, m, 0, &dynamic) == 0 && !dynamic && s->ncus)
+        by_cus = 1;
+    if (!by_cus && load_segments(s, m, 1, &dynamic)) {
+        trc_seterr(err, errlen, "no executable segment");
+        weft_code_map_free(m);
+        return -1;
+    }
+    for (size_t i = 0; by_cus && i < s->ncus; i++)
+        if (push_range(m, s->cus[i].lo, s->cus[i].hi))
+            goto oom;
+    m->how = by_cus ? WEFT_CODE_DWARF : dynamic ? WEFT_CODE_DYNAMIC : WEFT_CODE_ALL;
+    if (dynamic) {
+        if (plt_stubs(s, m))
+            goto oom;
+    } else {
+        for (size_t k = 0; k < sizeof sync_functions / sizeof *sync_functions; k++) {
+            uint64_t addr;
+            if (weft_symbols_function(s, sync_functions[k], &addr, NULL) == 0 &&
+                push_sync(m, addr, sync_functions[k]))
+                goto oom;
+        }
+    }
+    if (m->nsync)
+        qsort(m->sync, m->nsync, sizeof *m->sync, sync_cmp);
+    return 0;
+oom:
+    trc_seterr(err, errlen, "out of memory");
+    weft_code_map_free(m);
+    return -1;
+}
+
+int weft_code_map_own(const weft_code_map *m, uint64_t pc)
+{
+    for (size_t i = 0; i < m->nown; i++)
+        if (pc >= m->own_lo[i] && pc < m->own_hi[i])
+            return 1;
+    return 0;
+}
+
+const char *weft_code_map_sync(const weft_code_map *m, uint64_t target)
+{
+    size_t lo = 0, hi = m->nsync;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->sync[mid].addr < target)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->nsync && m->sync[lo].addr == target ? m->sync[lo].name : NULL;
+}
+
+void weft_code_map_free(weft_code_map *m)
+{
+    free(m->own_lo);
+    free(m->own_hi);
+    free(m->sync);
+    memset(m, 0, sizeof *m);
+}
