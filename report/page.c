@@ -113,7 +113,7 @@ static void find_inputs(report_inputs *in)
     }
     find_campaigns(in);
     snprintf(in->trace_path, sizeof in->trace_path, "%s/run.wtr", in->dir);
-    snprintf(in->trace_title, sizeof in->trace_title, "the traced run");
+    snprintf(in->trace_title, sizeof in->trace_title, "The traced run");
     if (access(in->trace_path, R_OK) != 0) {
         in->trace_path[0] = 0;
         /* a campaign: the first failing schedule whose trace was saved */
@@ -125,7 +125,7 @@ static void find_inputs(report_inputs *in)
                 continue;
             snprintf(in->trace_path, sizeof in->trace_path, "%s/traces/seed-%llu.wtr",
                      in->camps[i].dir, (unsigned long long)seed);
-            snprintf(in->trace_title, sizeof in->trace_title, "failing schedule: %s seed %llu (%s)",
+            snprintf(in->trace_title, sizeof in->trace_title, "Failing schedule: %s seed %llu (%s)",
                      in->camps[i].sum.policy, (unsigned long long)seed, v);
             if (access(in->trace_path, R_OK) != 0)
                 in->trace_path[0] = 0;

@@ -330,7 +330,8 @@ void report_section_commands(rbuf *b, json_t *demo)
         rb_esc(b, JS(st, "log"));
         rb_puts(b, "</td></tr>\n");
     }
-    rb_puts(b, "</table>\n<figcaption>Every step the demo ran, in order, with its exit status: "
-               "run a command again to reproduce its step. Each step's full output is in its "
-               "log, in the demo's folder.</figcaption></figure>\n");
+    rb_puts(b, "</table>\n<figcaption>Every step the demo ran, in order, with its exit status "
+               "(<code>weft replay</code> exits 10 when some run failed: a finding, not an "
+               "error): run a command again to reproduce its step. Each step's full output is "
+               "in its log, in the demo's folder.</figcaption></figure>\n");
 }

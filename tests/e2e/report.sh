@@ -165,7 +165,7 @@ chtml="$work/c/report.html"
 check "campaign report: rates plot" grep -q "<svg id='rates'" "$chtml"
 first="$(jq -r 'select(.verdict != "pass") | .seed' "$work/c/runs.jsonl" | head -1)"
 check "campaign report: the first failing schedule's timeline" \
-  grep -q "failing schedule: pct seed $first (bug)" "$chtml"
+  grep -q "Failing schedule: pct seed $first (bug)" "$chtml"
 check "campaign report: more failing seeds than shown" \
   test "$(jq -r 'select(.verdict != "pass") | .seed' "$work/c/runs.jsonl" | wc -l)" -gt "$shown"
 check_failures "$chtml" "$work/c" pct campaign
