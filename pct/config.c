@@ -151,7 +151,7 @@ double pct_guarantee(pct_kind kind, uint64_t n, uint64_t k, uint64_t d, uint64_t
             return 0.0;
         if (d == 1)
             return 1.0 / nd;
-        /* Seed 001's Theorem 1 claims 1/(n k r^(d-2)); one point out of a
+        /* Cai and Yang's Theorem 1 claims 1/(n k r^(d-2)); one point out of a
          * window of width 2r is hit with probability 1/(2r), so the bound
          * that actually follows from its proof is the one below. */
         return 1.0 / (nd * kd * pow(2.0 * (double)r, (double)(d - 2)));

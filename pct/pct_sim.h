@@ -67,7 +67,7 @@ typedef struct pct_sim_program {
     bool (*bug)(const struct pct_sim_run *run);
 } pct_sim_program;
 
-/* The seed's Fig. 3 bugs and two deeper ones, as programs. `pad` steps of
+/* Nagarakatte et al.'s Fig. 3 bugs and two deeper ones, as programs. `pad` steps of
  * unrelated work surround the racy code (they make k large), `gap` steps
  * separate the two halves of a non-atomic region. Each sets prog->depth. */
 
@@ -86,7 +86,7 @@ void pct_sim_shape_deadlock(pct_sim_program *prog, size_t pad, size_t gap);
  * after `lead` steps, `gap` steps between, `tail` after. Bug: it read 0 then
  * 1 (read < write 1 < read < write 2: three constraints). With lead = 0 the
  * change points that expose it lie within gap + 2 steps of each other however
- * long the tail: a bug of small radius (seed 001). */
+ * long the tail: a bug of small radius (Cai and Yang). */
 void pct_sim_shape_torn(pct_sim_program *prog, size_t lead, size_t gap, size_t tail);
 /* A deadlock of m threads in a lock cycle (thread i locks i, then i+1 mod m),
  * each followed by `tail` steps of work. For m = 2 and 3 its depth is 2:

@@ -3,7 +3,7 @@
  * Priorities (pct, ppct, rpro), larger runs first, live in three bands:
  *   initial  d .. d+m-1   one slot per thread in creation order (m = n plus
  *                         threads beyond n), drawn as a random permutation;
- *   reserved 1 .. d-1     d - i is given at change point k_i (seed 000 Fig. 4
+ *   reserved 1 .. d-1     d - i is given at change point k_i (Nagarakatte et al. Fig. 4
  *                         line 14), each at most once since the k_i differ;
  *   demoted  <= 0         yielding threads, below everything else.
  * So priorities are always distinct and no tie-break is needed. In ppct the
@@ -69,7 +69,7 @@ static void draw_change_points(pct_policy *p)
     if (m == 0)
         return;
     if (c->kind == PCT_KIND_RPRO) {
-        /* Seed 001 Alg. 2: k_1 anywhere, the others around it, within r. */
+        /* Cai and Yang Alg. 2: k_1 anywhere, the others around it, within r. */
         uint64_t k1 = 1 + pct_draw(p->sched, c->k);
         uint64_t lo = k1 > c->r ? k1 - c->r : 1;
         uint64_t hi = k1 + c->r < c->k ? k1 + c->r : c->k;
@@ -296,7 +296,7 @@ int pct_thread_yielded(pct_policy *p, pct_tid tid)
     if (p->cfg.kind == PCT_KIND_PPCT && !is_low(p, t)) {
         /* Demoting an H thread would move it into L and break |L| <= d. It
          * runs in parallel anyway; what it may be starving is L, which runs
-         * only when H is idle. Seed 000 §5.5: let one L thread run a step. */
+         * only when H is idle. Nagarakatte et al. §5.5: let one L thread run a step. */
         p->relief = true;
         p->relief_from = tid;
         return 0;
@@ -435,7 +435,7 @@ static size_t pick_serial(pct_policy *p, pct_tid *out, size_t cap)
         return 0;
     size_t best = best_of(p, p->scratch, n);
     if (override_now(p)) {
-        /* Seed 000 §3.1.3: any enabled thread, for this one decision. */
+        /* Nagarakatte et al. §3.1.3: any enabled thread, for this one decision. */
         size_t o = p->scratch[pct_draw(p->choice, n)];
         if (o != best)
             p->overrides++;
@@ -453,7 +453,7 @@ static size_t pick_parallel(pct_policy *p, pct_tid *out, size_t cap)
     size_t nlow = enabled(p, LOW, NULL);
     if (p->relief) {
         p->relief = false;
-        /* Seed 000 §5.5: a starved thread of L runs a single step. */
+        /* Nagarakatte et al. §5.5: a starved thread of L runs a single step. */
         if (nlow > 0) {
             p->overrides++;
             return pct_emit(out, cap, 0, p->threads[p->scratch[pct_draw(p->choice, nlow)]].tid);

@@ -17,7 +17,8 @@
 #endif
 
 #define MAX_CAMPAIGNS 16
-#define MAX_FAILURES_SHOWN 25
+/* Failing seeds per policy in view; the rest are folded under <details>. */
+#define MAX_FAILURES_SHOWN 5
 
 /* ---- what a folder holds --------------------------------------------------- */
 
@@ -112,7 +113,7 @@ static void find_inputs(report_inputs *in)
     }
     find_campaigns(in);
     snprintf(in->trace_path, sizeof in->trace_path, "%s/run.wtr", in->dir);
-    snprintf(in->trace_title, sizeof in->trace_title, "the traced run");
+    snprintf(in->trace_title, sizeof in->trace_title, "The traced run");
     if (access(in->trace_path, R_OK) != 0) {
         in->trace_path[0] = 0;
         /* a campaign: the first failing schedule whose trace was saved */
@@ -124,7 +125,7 @@ static void find_inputs(report_inputs *in)
                 continue;
             snprintf(in->trace_path, sizeof in->trace_path, "%s/traces/seed-%llu.wtr",
                      in->camps[i].dir, (unsigned long long)seed);
-            snprintf(in->trace_title, sizeof in->trace_title, "failing schedule: %s seed %llu (%s)",
+            snprintf(in->trace_title, sizeof in->trace_title, "Failing schedule: %s seed %llu (%s)",
                      in->camps[i].sum.policy, (unsigned long long)seed, v);
             if (access(in->trace_path, R_OK) != 0)
                 in->trace_path[0] = 0;
@@ -197,15 +198,121 @@ static const char *const css =
     "body{font-family:sans-serif;margin:24px auto;max-width:1160px;color:#222;line-height:1.4}"
     "h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;border-bottom:2px solid #1f5fbf;"
     "padding-bottom:3px;margin-top:32px}h3{font-size:15px;margin-bottom:6px}"
-    "table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}"
+    "table{border-collapse:collapse;margin:6px 0 4px;font-size:13px}"
     "th,td{border:1px solid #ccd;padding:3px 7px;text-align:left;vertical-align:top}"
     "th{background:#eef2f8}table.kv th{width:200px}code{font-size:12px}"
-    "code.repro{background:#f4f4f4;padding:1px 3px;word-break:break-all}"
+    "table.cmds code{overflow-wrap:anywhere}"
     ".pass{color:#19703a;font-weight:bold}.fail{color:#b3261e;font-weight:bold}"
     ".note{color:#555;font-size:13px}.seed{font-weight:bold}"
+    "p.d2{color:#222;background:#fff8e1;border-left:3px solid #e08a00;padding:4px 8px}"
+    "figure{margin:6px 0 18px}figcaption{color:#444;font-size:13px;max-width:1000px;"
+    "margin-top:4px}details{margin:2px 0 6px;font-size:13px}summary{cursor:pointer;"
+    "color:#1f5fbf}"
     "svg{display:block;margin:8px 0}svg.plot{width:100%;max-width:900px;height:auto}"
     "#timeline{width:100%;height:auto;border:1px solid #dde}"
-    "pre{background:#f6f8fa;padding:8px;font-size:12px;overflow-x:auto}";
+    "pre{background:#f6f8fa;padding:8px;font-size:12px;overflow-x:auto;white-space:pre}";
+
+static void page_summary(rbuf *b, report_inputs *in, const report_trace *rt)
+{
+    rb_puts(b, "<h2>Summary</h2>\n<figure>");
+    report_section_table1(b, rt, in->nplans ? in->plans[0] : NULL,
+                          in->nplans ? in->injects[0] : NULL,
+                          in->demo || in->convergence || in->nstats, in->camps, in->ncamps);
+    rb_puts(b, "<figcaption>What was run and what each step found; the sections below show "
+               "each finding and the command that reproduces it.");
+    if (rt)
+        rb_puts(b, " The read/write pattern lists, per thread, the accesses to each variable "
+                   "two threads write, in program order: R read, W write, M atomic "
+                   "read-modify-write; (RW)x50 is fifty reads each followed by a write.");
+    rb_puts(b, "</figcaption></figure>\n");
+}
+
+static void page_timeline(rbuf *b, report_inputs *in, const report_trace *rt,
+                          const report_trace *inj)
+{
+    rb_puts(b, "<h2>Timeline</h2>\n");
+    if (!rt) {
+        rb_puts(b, "<p class='note'>no trace in this folder (a campaign keeps the traces of its "
+                   "failing runs with --save-trace)</p>\n");
+        return;
+    }
+    report_pair pairs[64];
+    size_t np = plan_pairs(in, pairs, 64);
+    rb_puts(b, "<figure>");
+    report_timeline_svg(b, rt, inj, pairs, np);
+    rb_puts(b, "<figcaption>");
+    rb_esc(b, in->trace_title);
+    rb_puts(b, ": one lane per thread in virtual time (the strip on top is the whole run, "
+               "the blue part the window shown); ticks are accesses to addresses two threads "
+               "touch.");
+    if (np)
+        rb_puts(b, " Red circles mark the planned pair of writes and the dashed arrow the "
+                   "injected delay.");
+    if (inj)
+        rb_puts(b, " Below, on the same axis, the run with the plan's delays shows where the "
+                   "pair met.");
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/timeline.json", in->dir);
+    rb_puts(b, " To see every event, ");
+    if (access(path, R_OK) != 0) {
+        rb_puts(b, "convert the trace with <code>weft export --format chrome -o timeline.json ");
+        rb_esc(b, in->trace_path);
+        rb_puts(b, "</code> and ");
+        snprintf(path, sizeof path, "timeline.json");
+    }
+    rb_puts(b, "open <code>");
+    rb_esc(b, path);
+    rb_puts(b, "</code> in Perfetto's trace viewer.");
+    rb_puts(b, "</figcaption></figure>\n");
+}
+
+static void page_optimizer(rbuf *b, report_inputs *in)
+{
+    if (!in->convergence && !in->nstats && !in->nplans)
+        return;
+    rb_puts(b, "<h2>Optimizer</h2>\n<h3>convergence: the best fitness each search has found, "
+               "against the evaluations it has made</h3>\n");
+    if (in->convergence) {
+        rb_puts(b, "<figure>");
+        report_plot_convergence(b, in->convergence, "conv");
+        rb_puts(b, "<figcaption>");
+        report_caption_convergence(b, in->convergence);
+        rb_puts(b, "</figcaption></figure>\n");
+    } else {
+        rb_puts(b, "<p class='note'>no convergence data</p>\n");
+    }
+    rb_puts(b, "<h3>evaluations to the first alignment, per algorithm, over several seeds</h3>\n");
+    if (in->nstats) {
+        rb_puts(b, "<figure>");
+        report_plot_boxes(b, in->stats, in->stat_names, in->nstats, "boxes");
+        rb_puts(b, "<figcaption>");
+        report_caption_boxes(b, in->stats, in->stat_names, in->nstats);
+        rb_puts(b, "</figcaption></figure>\n");
+    } else {
+        rb_puts(b, "<p class='note'>no search statistics</p>\n");
+    }
+    report_section_plans(b, in->dir, in->plans, in->plan_names, in->nplans, in->stats,
+                         in->stat_names, in->nstats);
+}
+
+static void page_campaigns(rbuf *b, report_inputs *in)
+{
+    if (!in->ncamps)
+        return;
+    replay_summary sums[MAX_CAMPAIGNS];
+    size_t ns = 0;
+    for (size_t i = 0; i < in->ncamps; i++)
+        if (in->camps[i].have_sum)
+            sums[ns++] = in->camps[i].sum;
+    rb_puts(b, "<h2>Schedulers: hit rates against guaranteed bounds</h2>\n<figure>");
+    report_plot_rates(b, sums, ns, "rates");
+    rb_puts(b, "<figcaption>");
+    report_caption_rates(b);
+    rb_puts(b, "</figcaption></figure>\n");
+    report_section_campaigns(b, in->camps, in->ncamps);
+    rb_puts(b, "<h2>Failing schedules</h2>\n");
+    report_section_failures(b, in->camps, in->ncamps, MAX_FAILURES_SHOWN);
+}
 
 static void page(rbuf *b, report_inputs *in, const report_trace *rt, const report_trace *inj)
 {
@@ -227,40 +334,10 @@ static void page(rbuf *b, report_inputs *in, const report_trace *rt, const repor
     if (json_is_integer(seed))
         rb_printf(b, "; demo seed %lld (every step below is reproducible from it)",
                   (long long)json_integer_value(seed));
-    rb_puts(b, ".</p>\n<h2>Summary</h2>\n");
-    report_section_table1(b, rt, in->nplans ? in->plans[0] : NULL,
-                          in->nplans ? in->injects[0] : NULL, in->camps, in->ncamps);
-
-    rb_puts(b, "<h2>Timeline</h2>\n");
-    if (rt) {
-        report_pair pairs[64];
-        size_t np = plan_pairs(in, pairs, 64);
-        rb_puts(b, "<p class='note'>");
-        rb_esc(b, in->trace_title);
-        rb_puts(b, ": one lane per thread in virtual time; ticks are accesses to addresses two "
-                   "threads touch. Red circles mark the planned pair of writes; the dashed "
-                   "arrow is the injected delay.</p>\n");
-        report_timeline_svg(b, rt, inj, pairs, np);
-    } else {
-        rb_puts(b, "<p class='note'>no trace in this folder (a campaign keeps the traces of its "
-                   "failing runs with --save-trace)</p>\n");
-    }
-
-    if (in->convergence || in->nstats || in->nplans) {
-        rb_puts(b, "<h2>Optimizer</h2>\n<h3>convergence: best fitness so far, one run each "
-                   "with the demo's seed</h3>\n");
-        if (in->convergence)
-            report_plot_convergence(b, in->convergence, "conv");
-        else
-            rb_puts(b, "<p class='note'>no convergence data</p>\n");
-        rb_puts(b, "<h3>evaluations to the first alignment (box plots, seed 004 Fig. 5-8)</h3>\n");
-        if (in->nstats)
-            report_plot_boxes(b, in->stats, in->stat_names, in->nstats, "boxes");
-        else
-            rb_puts(b, "<p class='note'>no search statistics</p>\n");
-        report_section_plans(b, in->plans, in->plan_names, in->nplans, in->stats, in->stat_names,
-                             in->nstats);
-    }
+    rb_puts(b, ".</p>\n");
+    page_summary(b, in, rt);
+    page_timeline(b, in, rt, inj);
+    page_optimizer(b, in);
     size_t ninj = 0;
     json_t *injects[2];
     const char *inj_names[2];
@@ -271,22 +348,9 @@ static void page(rbuf *b, report_inputs *in, const report_trace *rt, const repor
         rb_puts(b, "<h2>Injected replay</h2>\n");
         report_section_inject(b, injects, inj_names, ninj);
     }
-    if (in->ncamps) {
-        replay_summary sums[MAX_CAMPAIGNS];
-        size_t ns = 0;
-        for (size_t i = 0; i < in->ncamps; i++)
-            if (in->camps[i].have_sum)
-                sums[ns++] = in->camps[i].sum;
-        rb_puts(b, "<h2>Schedulers: hit rates against guaranteed bounds</h2>\n");
-        report_plot_rates(b, sums, ns, "rates");
-        report_section_campaigns(b, in->camps, in->ncamps);
-        rb_puts(b, "<h2>Failing schedules</h2>\n<p class='note'>Each command replays one seed "
-                   "and keeps its trace.</p>\n");
-        report_section_failures(b, in->camps, in->ncamps, MAX_FAILURES_SHOWN);
-    }
+    page_campaigns(b, in);
     if (json_array_size(json_object_get(in->demo, "steps"))) {
-        rb_puts(b, "<h2>Commands</h2>\n<p class='note'>What the demo ran, in order; each "
-                   "command reproduces its step.</p>\n");
+        rb_puts(b, "<h2>Commands</h2>\n");
         report_section_commands(b, in->demo);
     }
     rb_puts(b, "</body>\n</html>\n");

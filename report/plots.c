@@ -1,8 +1,9 @@
-/* Plots for the report, drawn by gnuplot's svg terminal and inlined: the
- * optimizer's convergence, box plots of evaluations to the first alignment
- * (seed 004 Fig. 5-8), and the policies' hit rates with 95% intervals
- * against their guaranteed bounds. Data goes into the script as datablocks,
- * so one self-contained script per plot. */
+/* Plots for the report, drawn by gnuplot's svg terminal and inlined, and
+ * their captions: the optimizer's convergence, box plots of evaluations to
+ * the first alignment (as Bhattacharya et al. plot them), and the policies'
+ * hit rates with 95% intervals against their guaranteed bounds. Data goes into the script as
+ * datablocks, so one self-contained script per plot. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 
 #define GNUPLOT_TIMEOUT_S 60
 #define TERMINAL                                                                                   \
+    "set encoding utf8\n"                                                                          \
     "set terminal svg size 900,400 dynamic noenhanced font 'sans,11' background '#ffffff'\n"
 
 int report_have_gnuplot(void)
@@ -193,6 +195,61 @@ static int plot(rbuf *out, const char *script, const char *id, const char *what)
 
 static const char *const algo_colors[] = {"#9aa3ad", "#2a9d8f", "#1f5fbf"};
 
+/* "sa" -> "SA", as the captions and tables name the algorithms. */
+static void algo_name(char *out, size_t len, const char *algo)
+{
+    snprintf(out, len, "%s", algo ? algo : "?");
+    for (char *p = out; *p; p++)
+        *p = (char)toupper((unsigned char)*p);
+}
+
+/* One search of the convergence data: its name (upper case), whether it
+ * aligned, after how many evaluations, and its last best fitness. */
+typedef struct conv_run {
+    char name[16];
+    int hit;
+    long long evals;
+    double first, last;
+} conv_run;
+
+static size_t conv_runs(json_t *conv, conv_run *out, size_t max)
+{
+    size_t i, n = 0;
+    json_t *r;
+    json_array_foreach(json_object_get(conv, "runs"), i, r)
+    {
+        if (n == max)
+            break;
+        conv_run *c = &out[n++];
+        algo_name(c->name, sizeof c->name, json_string_value(json_object_get(r, "algorithm")));
+        c->hit = json_is_true(json_object_get(r, "hit"));
+        c->evals = (long long)json_integer_value(
+            json_object_get(r, c->hit ? "evals_to_hit" : "evaluations"));
+        json_t *pts = json_object_get(r, "points");
+        c->first = json_number_value(json_array_get(json_array_get(pts, 0), 1));
+        c->last =
+            json_number_value(json_array_get(json_array_get(pts, json_array_size(pts) - 1), 1));
+    }
+    return n;
+}
+
+/* The y range with a margin, so that no curve runs along the frame. */
+static void conv_yrange(json_t *runs, double *lo, double *hi)
+{
+    *lo = INFINITY, *hi = -INFINITY;
+    size_t i, k;
+    json_t *r, *pt;
+    json_array_foreach(runs, i, r) json_array_foreach(json_object_get(r, "points"), k, pt)
+    {
+        double y = json_number_value(json_array_get(pt, 1));
+        *lo = y < *lo ? y : *lo;
+        *hi = y > *hi ? y : *hi;
+    }
+    double pad = (*hi - *lo) * 0.08;
+    pad = pad > 0.5 ? pad : 0.5;
+    *lo -= pad, *hi += pad;
+}
+
 int report_plot_convergence(rbuf *out, json_t *conv, const char *id)
 {
     json_t *runs = json_object_get(conv, "runs");
@@ -200,11 +257,21 @@ int report_plot_convergence(rbuf *out, json_t *conv, const char *id)
         note(out, "convergence", "no search was run (nothing to align)");
         return -1;
     }
+    double ylo, yhi;
+    conv_yrange(runs, &ylo, &yhi);
+    conv_run cr[8];
+    size_t i, nc = conv_runs(conv, cr, 8);
+    long long rightmost = 1;
+    for (i = 0; i < nc; i++)
+        rightmost = cr[i].evals > rightmost ? cr[i].evals : rightmost;
     rbuf s = {0};
-    rb_puts(&s, "set logscale x\nset grid\nset key top right\n"
-                "set xlabel 'fitness evaluations'\n"
-                "set ylabel 'best fitness so far (Eq. 4)'\n");
-    size_t i;
+    /* margins on both axes: no curve or dot on the frame */
+    rb_printf(&s,
+              "set logscale x\nset grid\nset key outside top center horizontal\n"
+              "set yrange [%.9g:%.9g]\nset xrange [0.7:%lld]\n"
+              "set xlabel 'fitness evaluations so far (log scale)'\n"
+              "set ylabel 'best fitness so far (lower is better)'\n",
+              ylo, yhi, rightmost * 2);
     json_t *r;
     json_array_foreach(runs, i, r)
     {
@@ -216,30 +283,77 @@ int report_plot_convergence(rbuf *out, json_t *conv, const char *id)
                       json_number_value(json_array_get(pt, 1)));
         rb_puts(&s, "EOD\n");
     }
+    /* The first alignment of each search: a dashed line down to the axis
+     * and a label, since that evaluation count (not the height) is the
+     * result. */
+    for (i = 0; i < nc; i++) {
+        if (!cr[i].hit)
+            continue;
+        /* the rightmost label goes left of its dot, inside the frame */
+        int left = cr[i].evals == rightmost;
+        rb_printf(&s,
+                  "set arrow from %lld, graph 0 to %lld, first %.9g nohead dt 2 lw 1.5 "
+                  "lc rgb '%s'\nset label '%s aligned' at %lld, first %.9g %s offset %s "
+                  "textcolor rgb '%s'\n",
+                  cr[i].evals, cr[i].evals, cr[i].last, algo_colors[i % 3], cr[i].name, cr[i].evals,
+                  cr[i].last, left ? "right" : "left", left ? "-0.8,0.9" : "0.6,-0.9",
+                  algo_colors[i % 3]);
+    }
     rb_puts(&s, "plot ");
-    json_array_foreach(runs, i, r)
-    {
-        const char *algo = json_string_value(json_object_get(r, "algorithm"));
-        int hit = json_is_true(json_object_get(r, "hit"));
+    for (i = 0; i < nc; i++) {
         char title[128];
-        if (hit)
-            snprintf(title, sizeof title, "%s: aligned after %lld evaluations", algo ? algo : "?",
-                     (long long)json_integer_value(json_object_get(r, "evals_to_hit")));
+        if (cr[i].hit)
+            snprintf(title, sizeof title, "%.15s: first alignment after %lld evaluations",
+                     cr[i].name, cr[i].evals);
         else
-            snprintf(title, sizeof title, "%s: no alignment in %lld evaluations", algo ? algo : "?",
-                     (long long)json_integer_value(json_object_get(r, "evaluations")));
+            snprintf(title, sizeof title, "%.15s: no alignment in %lld evaluations", cr[i].name,
+                     cr[i].evals);
         rb_printf(&s, "%s$r%zu using 1:2 with steps lw 2 lc rgb '%s' title '%s'", i ? ", " : "", i,
                   algo_colors[i % 3], title);
-        if (hit) /* the last point of a hit run is the first alignment */
+        if (cr[i].hit) /* the last point of a hit run is the first alignment */
             rb_printf(&s,
                       ", $r%zu every ::%zu using 1:2 with points pt 7 ps 1.2 lc rgb '%s' "
                       "notitle",
-                      i, json_array_size(json_object_get(r, "points")) - 1, algo_colors[i % 3]);
+                      i, json_array_size(json_object_get(json_array_get(runs, i), "points")) - 1,
+                      algo_colors[i % 3]);
     }
     rb_puts(&s, "\n");
     int rc = s.oom ? -1 : plot(out, s.s, id, "convergence");
     rb_free(&s);
     return rc;
+}
+
+void report_caption_convergence(rbuf *out, json_t *conv)
+{
+    conv_run cr[8];
+    size_t nc = conv_runs(conv, cr, 8);
+    if (!nc)
+        return;
+    rb_printf(out,
+              "Each curve is one search (seed %lld) lowering its fitness: for every write that "
+              "a write of another thread to the same address follows, 1 &minus; 1/(1 + the ns "
+              "between them), summed. Lower is better; it starts at %.1f (a term is nearly 1 "
+              "while its two writes are far apart). A search has <b>aligned</b> when one term is 0 "
+              "&mdash; two writes at the same virtual time &mdash; whatever the sum: no fitness "
+              "value means &ldquo;aligned&rdquo;. The dot and the dashed line mark that "
+              "evaluation, where the search stops; the metric is how far right it is, not how "
+              "low the curve ends.",
+              (long long)json_integer_value(json_object_get(conv, "seed")), cr[0].first);
+    /* Say it with this page's numbers when the lowest curve is not the
+     * fastest search, which is what puzzles a reader. */
+    size_t lowest = 0, fastest = SIZE_MAX;
+    for (size_t i = 0; i < nc; i++) {
+        lowest = cr[i].last < cr[lowest].last ? i : lowest;
+        if (cr[i].hit && (fastest == SIZE_MAX || cr[i].evals < cr[fastest].evals))
+            fastest = i;
+    }
+    if (fastest != SIZE_MAX && fastest != lowest)
+        rb_printf(out,
+                  " Here %s ends lowest (%.1f) but searched for %lld evaluations, %s aligned after "
+                  "%lld: the sum also falls when delays move a write past every write of the "
+                  "other threads (it then adds nothing), which brings no two writes together.",
+                  cr[lowest].name, cr[lowest].last, cr[lowest].evals, cr[fastest].name,
+                  cr[fastest].evals);
 }
 
 int report_plot_boxes(rbuf *out, json_t *const stats[], const char *const names[], size_t n,
@@ -248,14 +362,17 @@ int report_plot_boxes(rbuf *out, json_t *const stats[], const char *const names[
     rbuf s = {0};
     rb_puts(&s, "set logscale y\nset grid ytics\nset style fill solid 0.3 border -1\n"
                 "set style boxplot outliers pointtype 7\nset boxwidth 0.5\n"
-                "set ylabel 'evaluations to the first alignment'\nset key off\n");
+                "set ylabel 'evaluations to the first alignment (log scale, lower is faster)'\n"
+                "set key off\n");
     rb_printf(&s, "set xrange [0.4:%zu.6]\nset xtics (", n);
     int any = 0;
     for (size_t i = 0; i < n; i++) {
         json_int_t hits = json_integer_value(json_object_get(stats[i], "hits"));
         json_int_t runs = json_integer_value(json_object_get(stats[i], "runs"));
-        rb_printf(&s, "%s'%s: %lld/%lld runs aligned' %zu", i ? ", " : "", names[i],
-                  (long long)hits, (long long)runs, i + 1);
+        char upper[16];
+        algo_name(upper, sizeof upper, names[i]);
+        rb_printf(&s, "%s'%s: %lld/%lld runs aligned' %zu", i ? ", " : "", upper, (long long)hits,
+                  (long long)runs, i + 1);
         any |= hits > 0;
     }
     rb_puts(&s, ")\n");
@@ -288,6 +405,35 @@ int report_plot_boxes(rbuf *out, json_t *const stats[], const char *const names[
     return rc;
 }
 
+void report_caption_boxes(rbuf *out, json_t *const stats[], const char *const names[], size_t n)
+{
+    if (!n)
+        return;
+    json_t *s0 = stats[0];
+    long long seed = (long long)json_integer_value(json_object_get(s0, "seed0"));
+    long long runs = (long long)json_integer_value(json_object_get(s0, "runs"));
+    rb_printf(out,
+              "How many fitness evaluations each search needed to reach its first alignment, "
+              "over %lld runs per algorithm (seeds %lld to %lld); a run that used its whole "
+              "budget without aligning is left out and shows in the count under its box. The "
+              "box holds the middle half of the runs, the line in it is the median, the "
+              "whiskers reach the rest up to 1.5 box heights away, dots are runs beyond; lower "
+              "is faster. For a firmer comparison, run more seeds: <code>weft optimize ",
+              runs, seed, seed + runs - 1);
+    rb_esc(out, json_string_value(json_object_get(s0, "trace")));
+    rb_printf(out, " --algo %s --runs 100</code>.", names[n - 1]);
+}
+
+void report_caption_rates(rbuf *out)
+{
+    rb_puts(out, "For each policy (d: bug depth it targets, r: RPro's radius), the fraction of "
+                 "its runs that failed (blue dot) with its 95% Clopper&ndash;Pearson interval "
+                 "(bar), against the policy's guaranteed lower bound per run (red square); a "
+                 "policy with no failing run shows only the interval's upper end (grey). A bar "
+                 "wholly above its square: the policy did at least as well as promised on this "
+                 "program. For narrower bars, run more seeds (<code>--runs</code>).");
+}
+
 int report_plot_rates(rbuf *out, const replay_summary *sm, size_t n, const char *id)
 {
     if (!n) {
@@ -310,7 +456,8 @@ int report_plot_rates(rbuf *out, const replay_summary *sm, size_t n, const char 
     rb_printf(&s,
               "set logscale y\nset grid ytics\nset key outside top center horizontal\n"
               "set yrange [%g:1.5]\n"
-              "set xrange [0.5:%zu.5]\nset ylabel 'failing runs per run'\nset format y '%%g'\n"
+              "set xrange [0.5:%zu.5]\nset ylabel 'fraction of runs that failed (log scale)'\n"
+              "set format y '%%g'\n"
               "set xtics (",
               floor_y, n);
     for (size_t i = 0; i < n; i++) {
@@ -344,14 +491,14 @@ int report_plot_rates(rbuf *out, const replay_summary *sm, size_t n, const char 
     if (any_hit) {
         rb_printf(&s,
                   "%s$hit using 1:2:3:4 with yerrorbars pt 7 ps 1.3 lw 2 lc rgb '#1f5fbf' "
-                  "title 'measured hit rate, 95%% Clopper-Pearson interval'",
+                  "title 'measured hit rate with its 95%% Clopper\u2013Pearson interval'",
                   sep);
         sep = ", ";
     }
     if (any_zero) {
         rb_printf(&s,
                   "%s$zero using 1:2:3:4 with yerrorbars pt 6 ps 1.3 lw 2 lc rgb '#9aa3ad' "
-                  "title 'no failing run: upper 95%% limit'",
+                  "title 'no failing run: upper end of the 95%% Clopper\u2013Pearson interval'",
                   sep);
         sep = ", ";
     }

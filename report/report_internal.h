@@ -1,5 +1,5 @@
 /* What the report's files share (report/: page.c, trace.c, timeline.c,
- * plots.c, sections.c); the public part is weft/report.h. */
+ * plots.c, sections.c, campaigns.c); the public part is weft/report.h. */
 #ifndef WEFT_REPORT_INTERNAL_H
 #define WEFT_REPORT_INTERNAL_H
 
@@ -35,13 +35,22 @@ int report_plot_convergence(rbuf *out, json_t *convergence, const char *id);
 int report_plot_boxes(rbuf *out, json_t *const stats[], const char *const names[], size_t n,
                       const char *id);
 int report_plot_rates(rbuf *out, const replay_summary *s, size_t n, const char *id);
+/* The captions under them: what the plot shows and what to do next. */
+void report_caption_convergence(rbuf *out, json_t *convergence);
+void report_caption_boxes(rbuf *out, json_t *const stats[], const char *const names[], size_t n);
+void report_caption_rates(rbuf *out);
 
-/* ---- sections (sections.c) -------------------------------------------------- */
+/* ---- sections (sections.c, campaigns.c) ----------------------------------- */
 
+/* searched: the optimizer ran on this trace (a demo), so no plan means
+ * nothing could be aligned. */
 void report_section_table1(rbuf *b, const report_trace *rt, json_t *plan, json_t *inject,
-                           const report_campaign *camps, size_t ncamps);
-void report_section_plans(rbuf *b, json_t *const plans[], const char *const names[], size_t n,
-                          json_t *const stats[], const char *const snames[], size_t ns);
+                           int searched, const report_campaign *camps, size_t ncamps);
+/* Tables are <figure>s with a <figcaption> saying what they show and what to
+ * do next; plans are read from dir/plan-NAME.json. */
+void report_section_plans(rbuf *b, const char *dir, json_t *const plans[],
+                          const char *const names[], size_t n, json_t *const stats[],
+                          const char *const snames[], size_t ns);
 void report_section_inject(rbuf *b, json_t *const injects[], const char *const names[], size_t n);
 void report_section_campaigns(rbuf *b, const report_campaign *camps, size_t n);
 void report_section_failures(rbuf *b, const report_campaign *camps, size_t n, size_t max_each);

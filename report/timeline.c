@@ -281,7 +281,8 @@ int report_timeline_svg(rbuf *out, const report_trace *traced, const report_trac
               y + 9, LEFT, y + 2, W - LEFT - RIGHT, x0, y + 2, x1 - x0 > 2 ? x1 - x0 : 2, W - RIGHT,
               y + 22, traced->sum->makespan, a.t0, a.t1);
     y += 30;
-    y += panel(&body, traced, &a, y, "traced run (no delay)", pairs, npairs, 0);
+    y += panel(&body, traced, &a, y, npairs || injected ? "traced run (no delay)" : "the run",
+               pairs, npairs, 0);
     if (injected)
         y += panel(&body, injected, &a, y, "injected run (the plan's delays)", pairs, npairs, 1);
     rb_printf(&body,

@@ -1,6 +1,7 @@
 /* A trace held in memory for the report: its events, which addresses are
- * shared, and the Table-1 numbers (seed 004: threads, events, the per-thread
- * read/write pattern of the variables two threads write). */
+ * shared, and the numbers of the summary as Bhattacharya et al. tabulate
+ * their programs (threads, events, the per-thread read/write pattern of the
+ * variables two threads write). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,7 +195,7 @@ int report_trace_load(const char *path, report_trace *rt, char *err, size_t errl
         report_trace_free(rt);
         return -1;
     }
-    /* The variables for Table 1: plainly written by 2+ threads, by address. */
+    /* The variables of the pattern: plainly written by 2+ threads, by address. */
     for (size_t h = 0; h <= rt->mask; h++) {
         if (!(rt->cls[h] & REPORT_ADDR_WW))
             continue;

@@ -1,5 +1,5 @@
 /* Optimizer benchmarks for results/optimizer-bench.sh, measured in one run:
- *   1. 10^6 fitness evaluations (seed 004 Eq. 4) on a traced model (the
+ *   1. 10^6 fitness evaluations (Bhattacharya et al. Eq. 4) on a traced model (the
  *      CFFT6 analogue): full evaluations of random points (what RND does),
  *      incremental one-coordinate moves (what SHC/SA do), and whole RND / SA
  *      searches with a budget of 10^6 that do not stop at the first hit.
@@ -78,8 +78,8 @@ static optimizer_model *load(const char *path, size_t *nwrites)
 
 static void line(const char *what, double s, double target)
 {
-    printf("| %s | %.4f | %.3g | %.1fx %s |\n", what, s, target, s < target ? target / s : s / target,
-           s < target ? "under" : "OVER");
+    printf("| %s | %.4f | %.3g | %.1fx %s |\n", what, s, target,
+           s < target ? target / s : s / target, s < target ? "under" : "OVER");
 }
 
 static void bench_fitness(const char *path)
@@ -117,7 +117,8 @@ static void bench_fitness(const char *path)
             fprintf(stderr, "optimizer-bench: %s\n", err);
             exit(1);
         }
-        snprintf(what, sizeof what, "%s search, budget 10^6, no early stop (%" PRIu64 " evaluations)",
+        snprintf(what, sizeof what,
+                 "%s search, budget 10^6, no early stop (%" PRIu64 " evaluations)",
                  search_algorithm_name(c.algorithm), r.evaluations);
         line(what, r.seconds, 1.0);
         search_result_free(&r);
@@ -151,8 +152,8 @@ static void make_synthetic(const char *path, uint64_t writes, uint32_t threads)
     weft_event *ev = calloc(per + 1, sizeof *ev);
     for (uint32_t th = 0; th < threads; th++) {
         uint64_t t = 100 * th;
-        ev[0] = (weft_event){.time = t, .kind = WEFT_EV_THREAD_START,
-                             .addr = th ? 0 : UINT32_MAX, .thread = th};
+        ev[0] = (weft_event){
+            .time = t, .kind = WEFT_EV_THREAD_START, .addr = th ? 0 : UINT32_MAX, .thread = th};
         for (uint64_t k = 1; k <= per; k++) {
             t += 1 + rnd64() % 64;
             ev[k] = (weft_event){.time = t,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Seed 004 RQ1/RQ2 re-done on weft's traces: fitness evaluations to the first
-# alignment of RND, SHC and SA (R runs each, seeds 1..R, budget 10^6, the
+# Bhattacharya et al.'s two research questions (does the fitness guide the
+# search; which search aligns soonest) re-done on weft's traces: fitness
+# evaluations to the first alignment of RND, SHC and SA (R runs each, seeds 1..R, budget 10^6, the
 # paper's settings, search/include/weft/search.h) on the fixtures analogous to
 # the paper's programs plus lost_update, for D_max in {10^3, 10^4, 10^6, 10^7},
 # with the exact solver's candidate count as a reference.
@@ -9,7 +10,7 @@
 # are done in C); two cells run at a time (2 cores). Outputs:
 #   results/optimizer-rq.md           success table (Clopper-Pearson 95%) and
 #                                     medians with 95% order-statistic CIs
-#   results/optimizer-rq-dmax*.png    box plots, one per D_max (Fig. 5-8 style)
+#   results/optimizer-rq-dmax*.png    box plots, one per D_max (as Bhattacharya et al. plot them)
 #   results/optimizer-rq/*.json       every run's evaluations and time
 # Usage: results/optimizer-rq.sh [RUNS]   (default 100)
 # The paper_* fixtures are traced with slot argument 0: their worker sections
@@ -99,7 +100,7 @@ for p in progs:
     if s: exact[p] = (s["exact_candidates"], s["exact_seconds"], s["dim"])
 
 L = []
-L.append(f"# Seed 004 RQ1/RQ2 on weft traces: evaluations to the first alignment\n")
+L.append(f"# RND, SHC and SA on weft traces: evaluations to the first alignment (Bhattacharya et al.'s comparison re-done)\n")
 L.append(f"Measured by `results/optimizer-rq.sh {runs}`: {runs} runs per cell (seeds 1..{runs}), "
          f"budget 10^6 fitness evaluations, the paper's SHC/SA settings; {elapsed} s wall for all "
          f"cells on {ncpu} cores, two cells at a time (load average at the end: {load}). "
@@ -110,7 +111,7 @@ L.append("Success = the run found an alignment within the budget; interval: Clop
          "distribution-free 95% CI from order statistics (its exact coverage is given once per n). "
          "Exact: the exact solver's candidate pairs (each is an alignment one delay makes, found "
          "without fitness evaluations) and its time; per D_max, the pairs whose single delay is "
-         "<= D_max. A search can do more: Eq. 2 sums the delays of all earlier variables of a "
+         "<= D_max. A search can do more: an event's time sums the delays of all earlier variables of a "
          "thread, each <= D_max, so it may align pairs no single delay <= D_max reaches.\n")
 L.append("| program | vars | exact candidates (ms) | trace flags | tracer said |")
 L.append("|---|---|---|---|---|")

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Seed 004 Table 2 re-done: wall time of 100 runs (stop at the first
-# alignment, budget 10^6 evaluations) per algorithm x program x D_max, on the
-# CFFT and CFFT6 analogues, printed beside the paper's milliseconds with the
-# ratio paper / weft. FFMPEG is not reproduced (no FFMPEG analogue among the
-# fixtures). Each cell is one `weft optimize --runs 100` process, run one at a
-# time; "process ms" includes starting weft and reading the trace, "search ms"
-# is the sum of the 100 searches as weft measures them.
+# Bhattacharya et al.'s timing table (their Table 2) re-done: wall time of 100
+# runs (stop at the first alignment, budget 10^6 evaluations) per algorithm x
+# program x D_max, on the CFFT and CFFT6 analogues, printed beside the paper's
+# milliseconds with the ratio paper / weft. FFMPEG is not reproduced (no
+# FFMPEG analogue among the fixtures). Each cell is one `weft optimize --runs
+# 100` process, run one at a time; "process ms" includes starting weft and
+# reading the trace, "search ms" is the sum of the 100 searches as weft
+# measures them.
 # Writes results/optimizer-table2.md.
 # Usage: results/optimizer-table2.sh [RUNS]   (default 100)
 # The fixtures are traced with slot argument 0, as in results/optimizer-rq.sh.
@@ -50,7 +51,7 @@ python3 - "$tmp" "$runs" "$(nproc)" "$load0" "$load1" "$(grep -m1 'model name' /
   "$(git -C "$here" describe --always --dirty 2>/dev/null || echo unknown)" >"$here/results/optimizer-table2.md" <<'PY'
 import json, sys
 tmp, runs, ncpu, load0, load1, cpu, commit = sys.argv[1:8]
-print("# Seed 004 Table 2 re-done: wall time of %s runs per cell, ms\n" % runs)
+print("# Search wall time per program, algorithm and D_max, against Bhattacharya et al.'s published times: %s runs per cell, ms\n" % runs)
 print(f"Source `{commit}`. Measured by `results/optimizer-table2.sh {runs}` on {cpu} ({ncpu} cores), one cell at a time "
       f"(load average before: {load0}; after: {load1}). Each run stops at the first alignment or "
       "after 10^6 fitness evaluations; seeds 1..%s. Paper: ReSP-era machine, ms, HC = SHC. "

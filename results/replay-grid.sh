@@ -8,7 +8,7 @@
 # n and k at the bug's depth. The bug-free twins run under PCT as controls.
 #
 # d is each bug's depth in the PCT sense (the number of ordering constraints
-# a schedule must meet; seed 000 §3): an ordering bug is 1; an atomicity
+# a schedule must meet; Nagarakatte et al. §3): an ordering bug is 1; an atomicity
 # violation, a lost update, a two-lock deadlock and the work-stealing
 # queue's race are 2; the JDBC-style deadlock needs 3 (its manifest entry).
 # The bug-free twins run under PCT as controls here; tests/e2e/

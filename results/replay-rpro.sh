@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# RPro against PCT on the deadlock fixtures, in the style of seed 001's
+# RPro against PCT on the deadlock fixtures, in the style of Cai and Yang's
 # Table 4 and Fig. 6: for each fixture, PCT and RPro at several radii, R runs
 # each (seeds 1..R, depth 3 so that RPro's window matters: at d = 2 RPro
 # draws only k_1 and is PCT), schedule points: synchronization only
@@ -49,7 +49,7 @@ rate() { jq -r .hit_rate "$1/summary.json" 2>/dev/null || echo 0; }
   echo "Each row is one \`weft replay --sched P --depth $depth --points none --runs R\` campaign"
   echo "(seeds 1..R; R = $base_runs, $jdbc_runs for deadlock_jdbc). Rate: hits/runs with its Clopper–Pearson 95% interval. Bound: the"
   echo "guarantee per run for a depth-$depth bug within radius r (docs/policies.md; RPro uses the"
-  echo "corrected 1/(n·k·(2r)^(d−2))). Increase: (rate − PCT's rate) / PCT's rate, as in seed 001;"
+  echo "corrected 1/(n·k·(2r)^(d−2))). Increase: (rate − PCT's rate) / PCT's rate, as Cai and Yang compute it;"
   echo "\"∞\" when PCT found nothing."
   echo
   echo "| fixture | policy | r | n | k | hits | rate [95% CI] | bound | increase over PCT |"

@@ -1,4 +1,4 @@
-/* RND, SHC and SA of seed 004 §6.1–6.2 over bounded integer vectors.
+/* RND, SHC and SA of Bhattacharya et al. §6.1–6.2 over bounded integer vectors.
  *
  * Readings of the paper that the text leaves open, fixed here:
  * - A "move" changes one coordinate by a non-zero step drawn uniformly in

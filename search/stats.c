@@ -1,5 +1,5 @@
 /* Statistics over repeated search or replay runs: hit-rate intervals and
- * quartiles for box plots (seed 004 Fig. 5–8 report evaluations to first
+ * quartiles for box plots (Bhattacharya et al. Fig. 5–8 report evaluations to first
  * alignment over 100 runs). */
 #include "weft/search.h"
 

@@ -1,4 +1,4 @@
-/* `weft info`: a seed-004-Table-1-style summary of a trace.
+/* `weft info`: a summary of a trace in the style of Bhattacharya et al.'s Table 1.
  *
  * Two passes over the events keep memory proportional to the shared
  * accesses rather than to the trace: the first finds the addresses touched

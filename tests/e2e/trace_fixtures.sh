@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 guest_output() { grep -v '^weft: ' "$1" || true; }
 
-# Patterns of seed 004 Table 1 as the fixtures realize them (each fixture's
+# Patterns of Bhattacharya et al. Table 1 as the fixtures realize them (each fixture's
 # header explains the mapping; T0 also reads the result at the end).
 declare -A pattern=(
   [lost_update]='counter: T0 RR, T1 (RW)x50, T2 (RW)x50; write-write pairs: 2500 cross-thread'

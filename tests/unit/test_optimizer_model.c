@@ -333,7 +333,7 @@ static void test_incremental_equals_full(void **state)
 
 /* ---- the searches on a small 3-thread problem ------------------------------------ */
 
-/* Seed 004 Table 1 "Average of Numbers" shape: W | RW | RW on one variable,
+/* Bhattacharya et al. Table 1 "Average of Numbers" shape: W | RW | RW on one variable,
  * plus a second variable written by threads 1 and 2, with times far apart so
  * that no alignment exists without delays. */
 static optimizer_model *three_threads(size_t writes_per_thread)

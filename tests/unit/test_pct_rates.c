@@ -1,4 +1,4 @@
-/* Hit rates of PCT, PPCT and RPro on the seed's Fig. 3 bug shapes, against
+/* Hit rates of PCT, PPCT and RPro on Nagarakatte et al.'s Fig. 3 bug shapes, against
  * the guarantees weft claims (pct_guarantee).
  *
  * Each case runs the shape under thousands of seeded policies, counts the

@@ -1,4 +1,4 @@
-/* weft optimizer: the interference model of seed 004 §4.2 built from a trace,
+/* weft optimizer: the interference model of Bhattacharya et al. §4.2 built from a trace,
  * its fitness (Eq. 2 and Eq. 4), an exact pair solver, and injection plans.
  *
  * Model. Only memory accesses (read, write, rmw; rmw counts as a write) at

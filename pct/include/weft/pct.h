@@ -3,14 +3,14 @@
  * A policy never runs anything. The platform arbiter reports what happens to
  * guest threads (created, blocked, enabled, yielded, exited, one schedule
  * point executed) and asks, at every scheduling decision, which threads may
- * run next. The policies are the ones of the seed papers:
+ * run next. The policies are the ones of the papers in the README's References:
  *
  *   ideal   virtual-time order: the enabled thread with the smallest virtual
  *           time (ties: smallest thread id); nothing random.
  *   random  a uniformly random enabled thread at every decision.
- *   pct     Burckhardt et al.'s PCT as restated in seed 000 §5 / Fig. 4.
- *   ppct    parallel PCT, seed 000 Fig. 4: several threads may be allowed.
- *   rpro    radius-aware PCT, seed 001 Alg. 2.
+ *   pct     Burckhardt et al.'s PCT as restated in Nagarakatte et al. §5 / Fig. 4.
+ *   ppct    parallel PCT, Nagarakatte et al. Fig. 4: several threads may be allowed.
+ *   rpro    radius-aware PCT, Cai and Yang Alg. 2.
  *   pos     partial order sampling (Yuan, Yang, Gu, CAV 2018): random
  *           priorities per pending event, re-drawn for events that race
  *           with the one just executed.
@@ -59,7 +59,7 @@ typedef enum pct_kind {
 #define PCT_MAX_THREADS (1u << 20)
 #define PCT_MAX_BOUND 4096 /* pb, db: deviations per schedule */
 
-/* Default per-decision probability of the starvation override (seed 000
+/* Default per-decision probability of the starvation override (Nagarakatte et al.
  * §3.1.3): small enough that a run of k decisions follows the algorithm with
  * probability (1 - p)^k. */
 #define PCT_DEFAULT_STARVATION 1e-3

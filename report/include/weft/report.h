@@ -3,12 +3,13 @@
  * on, which weft demo uses for its printed summary too.
  *
  *   page.c      what a folder holds, the page, atomic write
- *   trace.c     a trace in memory: shared addresses, Table-1 numbers
+ *   trace.c     a trace in memory: shared addresses, the summary's numbers
  *   timeline.c  the threads' timeline (hand-written SVG)
  *   plots.c     gnuplot plots as inline SVG: convergence, box plots,
- *               hit rates against bounds
- *   sections.c  the tables: summary, plans, injections, campaigns, failing
- *               seeds with their reproduction commands; a campaign folder
+ *               hit rates against bounds; their captions
+ *   sections.c  the tables: summary, plans, searches, injections, commands
+ *   campaigns.c a campaign folder; its table against the bounds, failing
+ *               seeds with one reproduction command per policy
  *   strbuf.c    the growing string the page is built in */
 #ifndef WEFT_REPORT_H
 #define WEFT_REPORT_H
@@ -61,7 +62,7 @@ unsigned report_trace_addr_class(const report_trace *rt, uint64_t addr);
 const weft_event *report_trace_find(const report_trace *rt, uint32_t thread, uint64_t seq);
 void report_trace_free(report_trace *rt);
 
-/* ---- a campaign folder (sections.c) ------------------------------------------- */
+/* ---- a campaign folder (campaigns.c) ------------------------------------------ */
 
 /* A campaign folder: its campaign.json, summary and failing runs. */
 typedef struct report_campaign {

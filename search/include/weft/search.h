@@ -1,7 +1,7 @@
 /* weft search: generic metaheuristics over bounded integer delay vectors.
  *
  * A problem is a vector of `dim` integers, each in [0, dmax], and a fitness to
- * minimize. The algorithms are the ones of seed 004 §6.1–6.2: random search
+ * minimize. The algorithms are the ones of Bhattacharya et al. §6.1–6.2: random search
  * (RND), stochastic hill climbing with a shrinking step ladder and restarts
  * (SHC), and simulated annealing over the same neighbourhood (SA). Nothing here
  * knows about traces; the optimizer supplies the problem.
@@ -61,7 +61,7 @@ typedef struct search_config {
     int sa_reheat;          /* a restart starts again from sa_tmax */
 } search_config;
 
-/* Defaults of seed 004 §6.1–6.2 scaled to dmax: ladder dmax/10^3, dmax/10^4,
+/* Defaults of Bhattacharya et al. §6.1–6.2 scaled to dmax: ladder dmax/10^3, dmax/10^4,
  * dmax/(2·10^4), dmax/(2·10^5) (each at least 1; 10^4, 10^3, 500, 50 for
  * dmax = 10^7) with 20 tries per rung; restart after 150 non-improving moves
  * when dmax >= 10^6, else 50; SA r = 0.95, T_max = 10^-4 when dmax >= 10^7,

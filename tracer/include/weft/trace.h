@@ -243,7 +243,7 @@ void weft_code_map_free(weft_code_map *m);
 
 /* ---- views (weft info / weft export) --------------------------------------- */
 
-/* Seed-004-Table-1-style summary: threads, events per thread, per-variable
+/* Summary in the style of Bhattacharya et al.'s Table 1: threads, events per thread, per-variable
  * per-thread R/W pattern, cross-thread write-write pair counts. */
 int weft_trace_print_info(weft_trace *t, weft_symbols *syms, FILE *out);
 
@@ -254,7 +254,7 @@ typedef enum weft_export_format {
 } weft_export_format;
 /* Two writes to the same address by different threads whose virtual times
  * differ by at most this many ns are shown as a conflict in the exports
- * (0 = exactly aligned, the seed's definition of an interference). */
+ * (0 = exactly aligned, Bhattacharya et al.'s definition of an interference). */
 #define WEFT_CONFLICT_WINDOW_NS 10
 /* Write the export atomically to out_path (the trace is rewound first and
  * left at its end). Returns 0 or -1 (err). */
