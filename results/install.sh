@@ -120,7 +120,7 @@ t_note "## Removed"
 t_run "cd $here && mv build.hidden build"
 t_run "dpkg --purge weft"
 installed=0
-t_run "hash -r; command -v weft || echo 'weft: not on PATH any more'; dpkg -l weft 2>&1 | tail -n1"
+t_run "hash -r; command -v weft || echo 'weft: not on PATH any more'; dpkg-query -W weft 2>&1 || true"
 
 sed -i "s|$scratch|/tmp/weft-install.XXXXXX|g" "$md"
 cp "$md" "$here/results/install.md.tmp" && mv "$here/results/install.md.tmp" "$here/results/install.md"
