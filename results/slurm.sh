@@ -54,7 +54,8 @@ pid_of() {
 # Free TCP ports for slurmctld and slurmd: the defaults may be taken.
 free_port() {
   local p="$1"
-  while ss -ltnH "sport = :$p" | grep -q .; do p=$((p + 1)); done
+  # a port something accepts connections on is taken (bash's /dev/tcp: no iproute2 needed)
+  while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done
   echo "$p"
 }
 
