@@ -198,7 +198,7 @@ t_run "rid=\$(sbatch --parsable --array=2 campaign.sbatch --resume) && timeout 6
 t_note "## Stopped"
 t_note "\`scontrol shutdown\` stops slurmctld and slurmd; munged is stopped by its pid. (The" \
   "script's EXIT trap does the same by the recorded pids if anything fails on the way.)"
-t_run "scontrol shutdown && timeout 60 bash -c 'while [ -e /proc/${pids[1]} ] || [ -e /proc/${pids[2]} ]; do sleep 0.5; done' && echo 'slurmctld and slurmd stopped'"
+t_run "scontrol shutdown && timeout 300 bash -c 'while [ -e /proc/${pids[1]} ] || [ -e /proc/${pids[2]} ]; do sleep 0.5; done' && echo 'slurmctld and slurmd stopped'"
 t_run "kill ${pids[0]} && timeout 30 bash -c 'while [ -e /proc/${pids[0]} ]; do sleep 0.2; done' && echo 'munged stopped'"
 
 sed -i "s|$T|\$T|g; s|$FIXTURES|\$FIXTURES|g" "$md"
