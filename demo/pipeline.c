@@ -20,10 +20,6 @@
 #include "weft/optimizer.h"
 #include "weft/report.h"
 
-#ifndef WEFT_BUILD_FIXTURES
-#define WEFT_BUILD_FIXTURES ""
-#endif
-
 #define DEMO_HUNG_RUNS 4       /* replay runs per policy when the traced run never ended */
 #define DEMO_MAX_PAIRS 16      /* pairs in the exact plan */
 #define DEMO_MAX_EVENTS 250000 /* the traced run records about this many at most */
@@ -33,13 +29,19 @@ static const char *const policies[] = {"pct", "ppct", "rpro"};
 const char *demo_fixture_path(const char *name)
 {
     static char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "../fixtures/%s", name);
+    snprintf(path, sizeof path, "../fixtures/%s", name); /* the build tree */
     const char *found = guest_installed_path(path);
     if (!found) {
-        snprintf(path, sizeof path, "%s/%s", WEFT_BUILD_FIXTURES, name);
-        found = path;
+        snprintf(path, sizeof path, "../" WEFT_PKGLIBDIR "/fixtures/%s", name);
+        found = guest_installed_path(path);
     }
-    /* printed in every command: without the "cli/.." of the lookup */
+    if (!found) { /* named in the "no such file" error that follows */
+        static char missing[PATH_MAX * 2];
+        const char *dir = guest_self_dir();
+        snprintf(missing, sizeof missing, "%s/%s", dir ? dir : ".", path);
+        found = missing;
+    }
+    /* a copy: guest_installed_path's buffer is reused by its next call */
     static char real[PATH_MAX];
     return realpath(found, real) ? real : found;
 }

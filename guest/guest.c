@@ -16,9 +16,6 @@
 #include "weft/guest.h"
 #include "weft/trace.h"
 
-#ifndef WEFT_BUILD_PLUGIN
-#define WEFT_BUILD_PLUGIN ""
-#endif
 #ifndef WEFT_QEMU
 #define WEFT_QEMU "qemu-aarch64"
 #endif
@@ -96,10 +93,9 @@ const char *guest_qemu_path(void)
     return q && *q ? q : WEFT_QEMU;
 }
 
-const char *guest_installed_path(const char *relative)
+const char *guest_self_dir(void)
 {
-    static char path[PATH_MAX + 256];
-    char self[PATH_MAX];
+    static char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0)
         return NULL;
@@ -108,19 +104,38 @@ const char *guest_installed_path(const char *relative)
     if (!slash)
         return NULL;
     *slash = 0;
-    snprintf(path, sizeof path, "%s/%s", self, relative);
-    return access(path, R_OK) == 0 ? path : NULL;
+    return self;
 }
+
+const char *guest_installed_path(const char *relative)
+{
+    static char path[PATH_MAX + 256], real[PATH_MAX];
+    const char *dir = guest_self_dir();
+    if (!dir)
+        return NULL;
+    snprintf(path, sizeof path, "%s/%s", dir, relative);
+    if (access(path, R_OK) != 0)
+        return NULL;
+    return realpath(path, real) ? real : path; /* without the "bin/.." of the lookup */
+}
+
+#define PLUGIN_NAME "libweft-tracer.so"
 
 const char *guest_plugin_path(void)
 {
     const char *env = getenv("WEFT_PLUGIN");
     if (env && *env)
         return env;
-    const char *p = guest_installed_path("../tracer/libweft-tracer.so");
+    const char *p = guest_installed_path("../tracer/" PLUGIN_NAME);
     if (!p)
-        p = guest_installed_path("../lib/weft/libweft-tracer.so");
-    return p ? p : WEFT_BUILD_PLUGIN;
+        p = guest_installed_path("../" WEFT_PKGLIBDIR "/" PLUGIN_NAME);
+    if (!p) {
+        const char *dir = guest_self_dir();
+        weft_error("cannot find the tracer plugin " PLUGIN_NAME " in %s/../" WEFT_PKGLIBDIR
+                   " (installed) or %s/../tracer (build tree): reinstall weft or set WEFT_PLUGIN",
+                   dir ? dir : "?", dir ? dir : "?");
+    }
+    return p;
 }
 
 static volatile sig_atomic_t interrupted;
@@ -205,9 +220,11 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
     }
     char plugin_opt[8192];
     if (run->plugin_args) {
+        const char *plugin = guest_plugin_path();
+        if (!plugin)
+            return -1;
         /* argi tells the plugin where the guest's argv starts in qemu's. */
-        snprintf(plugin_opt, sizeof plugin_opt, "%s,%s,argi=%d", guest_plugin_path(),
-                 run->plugin_args, k + 2);
+        snprintf(plugin_opt, sizeof plugin_opt, "%s,%s,argi=%d", plugin, run->plugin_args, k + 2);
         args[k++] = "-plugin";
         args[k++] = plugin_opt;
     }

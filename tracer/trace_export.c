@@ -139,7 +139,7 @@ static void other_label(const weft_event *ev, char *out, size_t n)
     const char *k = weft_event_kind_name(ev->kind);
     switch (ev->kind) {
     case WEFT_EV_THREAD_START:
-        snprintf(out, n, "%s (tid %" PRIu64 ")", k, ev->addr);
+        snprintf(out, n, "%s (by %s)", k, trc_thread_label(ev->addr).s);
         break;
     case WEFT_EV_THREAD_EXIT:
         snprintf(out, n, "%s (code %" PRId64 ")", k, (int64_t)ev->addr);
@@ -171,8 +171,10 @@ static int export_chrome(weft_trace *t, weft_symbols *syms, FILE *f)
     fprintf(f, "}}");
     for (uint32_t i = 0; i <= s->nthreads; i++) {
         char name[64];
-        if (i < s->nthreads)
+        if (i < s->nthreads && s->threads[i].tid)
             snprintf(name, sizeof name, "T%u (tid %" PRIu64 ")", i, s->threads[i].tid);
+        else if (i < s->nthreads)
+            snprintf(name, sizeof name, "T%u", i);
         else
             snprintf(name, sizeof name, "conflicts");
         fprintf(f,
@@ -193,8 +195,10 @@ static int export_chrome(weft_trace *t, weft_symbols *syms, FILE *f)
         ts_us(f, th->start_time);
         fprintf(f, ",\"dur\":");
         ts_us(f, end - th->start_time);
-        fprintf(f, ",\"args\":{\"tid\":%" PRIu64 ",\"insns\":%" PRIu64 ",\"events\":%" PRIu64 "}}",
-                th->tid, th->insns, th->events);
+        fprintf(f,
+                ",\"args\":{\"tid\":\"%s\",\"parent\":\"%s\",\"insns\":%" PRIu64
+                ",\"events\":%" PRIu64 "}}",
+                trc_tid_label(th->tid).s, trc_thread_label(th->parent).s, th->insns, th->events);
     }
 
     trc_addrmap index = {0};
@@ -225,8 +229,12 @@ static int export_chrome(weft_trace *t, weft_symbols *syms, FILE *f)
         char name[300];
         snprintf(name, sizeof name, "%s%s", letter, label);
         json_str(f, name);
-        fprintf(f, ",\"args\":{\"seq\":%" PRIu64 ",\"addr\":\"0x%" PRIx64 "\",\"size\":%u", ev.seq,
-                ev.addr, ev.size);
+        fprintf(f, ",\"args\":{\"seq\":%" PRIu64 ",", ev.seq);
+        if (ev.kind == WEFT_EV_THREAD_START) /* addr is the creator: T<i> or "-" */
+            fprintf(f, "\"creator\":\"%s\"", trc_thread_label(ev.addr).s);
+        else
+            fprintf(f, "\"addr\":\"0x%" PRIx64 "\"", ev.addr);
+        fprintf(f, ",\"size\":%u", ev.size);
         if (ev.pc)
             fprintf(f, ",\"pc\":\"0x%" PRIx64 "\"", ev.pc);
         if (ev.flags)
@@ -447,8 +455,15 @@ static int export_csv(weft_trace *t, weft_symbols *syms, FILE *f)
     weft_event ev;
     int r;
     while ((r = weft_trace_next(t, &ev)) == 1) {
-        fprintf(f, "%" PRIu64 ",%u,%" PRIu64 ",%s,0x%" PRIx64 ",%u,0x%" PRIx64 ",", ev.time,
-                ev.thread, ev.seq, weft_event_kind_name(ev.kind), ev.addr, ev.size, ev.pc);
+        fprintf(f, "%" PRIu64 ",%u,%" PRIu64 ",%s,", ev.time, ev.thread, ev.seq,
+                weft_event_kind_name(ev.kind));
+        if (ev.kind == WEFT_EV_THREAD_START && ev.addr >= UINT32_MAX)
+            fputs("-", f);                        /* the main thread has no creator */
+        else if (ev.kind == WEFT_EV_THREAD_START) /* the creator, a number like thread's */
+            fprintf(f, "%" PRIu64, ev.addr);
+        else
+            fprintf(f, "0x%" PRIx64, ev.addr);
+        fprintf(f, ",%u,0x%" PRIx64 ",", ev.size, ev.pc);
         if (syms && weft_event_is_access(ev.kind)) {
             const char *name;
             uint64_t off;

@@ -238,17 +238,12 @@ static void print_threads(const weft_trace_summary *s, const uint64_t (*rw)[3], 
             "parent", "start", "end", "insns", "events", "reads", "writes", "rmw");
     for (uint32_t i = 0; i < s->nthreads; i++) {
         const weft_trace_thread *th = &s->threads[i];
-        char id[16], parent[16];
-        snprintf(id, sizeof id, "T%u", th->id);
-        if (th->parent == UINT32_MAX)
-            snprintf(parent, sizeof parent, "-");
-        else
-            snprintf(parent, sizeof parent, "T%u", th->parent);
         fprintf(out,
-                "  %-7s %-8" PRIu64 " %-7s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10" PRIu64
+                "  %-7s %-8s %-7s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10" PRIu64
                 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
-                id, th->tid, parent, th->start_time, th->end_time, th->insns, th->events, rw[i][0],
-                rw[i][1], rw[i][2]);
+                trc_thread_label(th->id).s, trc_tid_label(th->tid).s,
+                trc_thread_label(th->parent).s, th->start_time, th->end_time, th->insns, th->events,
+                rw[i][0], rw[i][1], rw[i][2]);
     }
 }
 

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Magics: 8-byte ones open a file or section, 4-byte ones open a block. */
@@ -64,6 +65,32 @@ uint32_t trc_crc32(uint32_t crc, const void *data, size_t n);
 /* printf into a caller's error buffer (NULL/0 allowed). */
 void trc_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* ---- threads as the views name them ----
+ * By weft's own id, T<i>. "-" stands for no thread (the creator of the main
+ * thread: UINT32_MAX in the parent field and in THREAD_START's addr) and for
+ * a guest TID the trace does not know: the tracer records 0, since host TIDs
+ * differ between runs and would make equal runs' traces differ. A sentinel
+ * is never printed as a number. */
+typedef struct trc_label {
+    char s[24];
+} trc_label;
+
+static inline trc_label trc_thread_label(uint64_t id)
+{
+    trc_label l = {"-"};
+    if (id < UINT32_MAX)
+        snprintf(l.s, sizeof l.s, "T%u", (unsigned)id);
+    return l;
+}
+
+static inline trc_label trc_tid_label(uint64_t tid)
+{
+    trc_label l = {"-"};
+    if (tid)
+        snprintf(l.s, sizeof l.s, "%llu", (unsigned long long)tid);
+    return l;
+}
 
 /* ---- record fields ----
  * The pieces of the record layout, inline because the spool encoder, the

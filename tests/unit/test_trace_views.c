@@ -24,7 +24,7 @@ static void build(built *b, const char *name, uint64_t loop_addr, uint64_t pc)
     b->pc = pc;
     weft_event t0[64], t1[128], t2[128];
     size_t n0 = 0, n1 = 0, n2 = 0;
-    t0[n0++] = tt_ev(0, WEFT_EV_THREAD_START, 100, 0, 0);
+    t0[n0++] = tt_ev(0, WEFT_EV_THREAD_START, UINT32_MAX, 0, 0); /* no creator */
     t0[n0++] = tt_ev(1, WEFT_EV_WRITE, SUM, pc, 8);
     t0[n0++] = tt_ev(2, WEFT_EV_READ, MIXED, pc, 8);
     for (int i = 0; i < 20; i++) {
@@ -36,11 +36,11 @@ static void build(built *b, const char *name, uint64_t loop_addr, uint64_t pc)
     t0[n0++] = tt_ev(60, WEFT_EV_WRITE, PRIVATE, pc, 8);
     t0[n0++] = tt_ev(500, WEFT_EV_THREAD_EXIT, 0, 0, 0);
 
-    t1[n1++] = tt_ev(5, WEFT_EV_THREAD_START, 101, 0, 0);
+    t1[n1++] = tt_ev(5, WEFT_EV_THREAD_START, 0, 0, 0); /* created by T0 */
     t1[n1++] = tt_ev(6, WEFT_EV_READ, MIXED, pc, 8);
     t1[n1++] = tt_ev(10, WEFT_EV_READ, SUM, pc, 8);
     t1[n1++] = tt_ev(11, WEFT_EV_WRITE, SUM, pc, 8);
-    t2[n2++] = tt_ev(6, WEFT_EV_THREAD_START, 102, 0, 0);
+    t2[n2++] = tt_ev(6, WEFT_EV_THREAD_START, 0, 0, 0);
     t2[n2++] = tt_ev(10, WEFT_EV_READ, SUM, pc, 8);
     t2[n2++] = tt_ev(11, WEFT_EV_WRITE, SUM, pc, 8);
     for (int i = 0; i < 50; i++) {
@@ -57,7 +57,7 @@ static void build(built *b, const char *name, uint64_t loop_addr, uint64_t pc)
     weft_trace_thread th[3] = {
         {.parent = UINT32_MAX, .tid = 100, .start_time = 0, .end_time = 500, .insns = 500},
         {.parent = 0, .tid = 101, .start_time = 5, .end_time = 450, .insns = 445},
-        {.parent = 0, .tid = 102, .start_time = 6, .end_time = 460, .insns = 454},
+        {.parent = 0, .tid = 0, .start_time = 6, .end_time = 460, .insns = 454}, /* tid unknown */
     };
     weft_trace_summary sum = {.makespan = 500, .nthreads = 3, .threads = th};
     weft_event *s[] = {t0, t1, t2};
@@ -118,6 +118,11 @@ static void test_info_without_symbols(void **state)
     assert_int_equal(reads, 53);
     assert_int_equal(writes, 51);
     assert_int_equal(rmw, 0);
+    /* An unknown tid (0, as the tracer records) and the main thread's missing
+     * creator are "-", never a number. */
+    assert_non_null(strstr(text, "\n  T0      100      -       "));
+    assert_non_null(strstr(text, "\n  T2      -        T0      "));
+    assert_null(strstr(text, "4294967295"));
     free(text);
 }
 
@@ -170,6 +175,8 @@ static void test_export_chrome(void **state)
     size_t len;
     char *text = (char *)tt_slurp(out, &len);
     assert_int_equal(strncmp(text, "{\"traceEvents\":[\n", 17), 0);
+    assert_null(strstr(text, "4294967295"));
+    assert_null(strstr(text, "0xffffffff\""));
     free(text);
     json_error_t je;
     json_t *root = json_load_file(out, 0, &je);
@@ -186,10 +193,33 @@ static void test_export_chrome(void **state)
         const char *n = json_string_value(json_object_get(json_object_get(e, "args"), "name"));
         if (n && strcmp(n, "T1 (tid 101)") == 0)
             found++;
+        if (n && strcmp(n, "T2") == 0) /* its tid is unknown */
+            found++;
         if (n && strcmp(n, "conflicts") == 0)
             found++;
     }
-    assert_int_equal(found, 2);
+    assert_int_equal(found, 3);
+    /* Thread starts name their creator by weft's id; the main thread's is "-". */
+    e = find_event(events, "name", "thread_start (by -)");
+    assert_non_null(e);
+    assert_int_equal(json_integer_value(json_object_get(e, "tid")), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(e, "args"), "creator")),
+                        "-");
+    assert_null(json_object_get(json_object_get(e, "args"), "addr"));
+    e = find_event(events, "name", "thread_start (by T0)");
+    assert_non_null(e);
+    assert_int_equal(json_integer_value(json_object_get(e, "tid")), 1);
+    json_array_foreach(events, i, e)
+    {
+        json_t *a = json_object_get(e, "args");
+        if (strcmp(json_string_value(json_object_get(e, "ph")), "X") != 0)
+            continue;
+        json_int_t tid = json_integer_value(json_object_get(e, "tid"));
+        assert_string_equal(json_string_value(json_object_get(a, "tid")), tid == 0   ? "100"
+                                                                          : tid == 1 ? "101"
+                                                                                     : "-");
+        assert_string_equal(json_string_value(json_object_get(a, "parent")), tid ? "T0" : "-");
+    }
     e = find_event(events, "name", "aligned W-W 0x4000");
     assert_non_null(e);
     assert_string_equal(json_string_value(json_object_get(e, "cat")), "conflict");
@@ -230,6 +260,7 @@ static void test_export_vcd_csv(void **state)
     assert_non_null(strstr(text, "$scope module T2 $end\n"));
     assert_non_null(strstr(text, "$enddefinitions $end\n"));
     assert_non_null(strstr(text, "\n#11\n"));
+    assert_null(strstr(text, "4294967295"));
     free(text);
 
     const char *csv = tt_path("trace.csv");
@@ -244,6 +275,11 @@ static void test_export_vcd_csv(void **state)
     assert_non_null(strstr(text, ",counter,worker,"));
     assert_non_null(strstr(text, ",counter+4,worker,"));
     assert_non_null(strstr(text, "lost_update.c,"));
+    /* thread_start's addr column is the creator: a thread number, "-" for none */
+    assert_non_null(strstr(text, "\n0,0,0,thread_start,-,0,0x0,"));
+    assert_non_null(strstr(text, "\n5,1,0,thread_start,0,0,0x0,"));
+    assert_null(strstr(text, "0xffffffff,"));
+    assert_null(strstr(text, "4294967295"));
     free(text);
 
     /* An unwritable destination: one line naming it, nothing left behind. */

@@ -74,7 +74,9 @@ typedef struct demo_opts {
     int gargc;
 } demo_opts;
 
-/* A bundled fixture's path (installed next to weft, or in the build tree). */
+/* A bundled fixture's path: build/fixtures beside build/cli/weft, or
+ * PREFIX/lib/weft/fixtures beside PREFIX/bin/weft (weft/guest.h); when
+ * neither exists, the installed path, for the error to name. */
 const char *demo_fixture_path(const char *name);
 /* Run every step, print the summary and write the report. Returns weft's
  * exit status (130 if interrupted). */

@@ -18,6 +18,18 @@
 
 #include "weft/trace.h"
 
+/* Where weft's own files are, relative to the folder of the weft binary:
+ * in the build tree build/cli/weft has build/tracer and build/fixtures
+ * beside it; installed, PREFIX/bin/weft has them in PREFIX/lib/weft (the
+ * CMake install rules use the same WEFT_PKGLIBDIR). Nothing is looked up
+ * by a path compiled in, so an installed copy never loads a plugin from a
+ * build tree it happens to find, and a moved prefix keeps working. */
+#ifndef WEFT_PKGLIBDIR
+#define WEFT_PKGLIBDIR "lib/weft"
+#endif
+
+/* The folder of the running executable (symlinks resolved), or NULL. */
+const char *guest_self_dir(void);
 /* A file at `relative` to the folder of the running executable, or NULL. */
 const char *guest_installed_path(const char *relative);
 
@@ -62,8 +74,8 @@ int guest_check_binary(const char *binary, const char *sysroot);
 /* Run qemu-aarch64 on the guest in its own process group, killing the group
  * with SIGKILL at the time limit or when weft gets SIGINT/SIGTERM. */
 int guest_run_qemu(const guest_run *run, guest_result *res);
-/* Path of the tracer plugin (WEFT_PLUGIN, next to the weft binary, or the
- * build tree). */
+/* Path of the tracer plugin: WEFT_PLUGIN, else ../tracer or ../WEFT_PKGLIBDIR
+ * next to the weft binary; NULL (and one line printed) if none exists. */
 const char *guest_plugin_path(void);
 const char *guest_qemu_path(void);
 
