@@ -172,9 +172,9 @@ static int write_stats(optimize_ctx *c, const search_config *cfg, const search_r
     return rc;
 }
 
-int opt_run_search(optimize_ctx *c)
+/* The paper's configuration for D_max with weft optimize's options on top. */
+static search_config search_config_for(const optimize_opts *o)
 {
-    optimize_opts *o = c->o;
     search_config cfg = search_config_default(o->dmax);
     cfg.algorithm = o->algo;
     cfg.budget = o->budget;
@@ -186,6 +186,31 @@ int opt_run_search(optimize_ctx *c)
         cfg.sa_p0 = o->sa_p0;
     if (o->sa_sample > 0)
         cfg.sa_sample = (unsigned)o->sa_sample;
+    return cfg;
+}
+
+static void print_search_header(const optimize_opts *o, const search_config *cfg)
+{
+    printf("weft: %s, D_max %" PRIu64 " ns, budget %" PRIu64 " evaluations, %" PRIu64
+           " run%s with seed%s %" PRIu64,
+           search_algorithm_name(o->algo), o->dmax, o->budget, o->runs, o->runs == 1 ? "" : "s",
+           o->runs == 1 ? "" : "s", o->seed);
+    if (o->runs > 1)
+        printf("..%" PRIu64, o->seed + o->runs - 1);
+    if (o->algo == SEARCH_SA && cfg->sa_temperature == SEARCH_SA_SCALED)
+        printf("; T_max scaled: a median worse move of the first %u accepted with p0 = %g",
+               cfg->sa_sample, cfg->sa_p0);
+    else if (o->algo == SEARCH_SA)
+        printf("; T_max %g, cooled by %g every %u moves", cfg->sa_tmax, cfg->sa_r,
+               cfg->sa_cool_every);
+    printf("\n");
+    fflush(stdout);
+}
+
+int opt_run_search(optimize_ctx *c)
+{
+    optimize_opts *o = c->o;
+    search_config cfg = search_config_for(o);
     search_problem prob = optimizer_search_problem(c->m);
     search_result *res = calloc(o->runs, sizeof *res);
     double *ev = calloc(o->runs, sizeof *ev);
@@ -194,19 +219,7 @@ int opt_run_search(optimize_ctx *c)
         free(res), free(ev);
         return WEFT_EXIT_FAIL;
     }
-    printf("weft: %s, D_max %" PRIu64 " ns, budget %" PRIu64 " evaluations, %" PRIu64
-           " run%s with seed%s %" PRIu64,
-           search_algorithm_name(o->algo), o->dmax, o->budget, o->runs, o->runs == 1 ? "" : "s",
-           o->runs == 1 ? "" : "s", o->seed);
-    if (o->runs > 1)
-        printf("..%" PRIu64, o->seed + o->runs - 1);
-    if (o->algo == SEARCH_SA && cfg.sa_temperature == SEARCH_SA_SCALED)
-        printf("; T_max scaled: a median worse move of the first %u accepted with p0 = %g",
-               cfg.sa_sample, cfg.sa_p0);
-    else if (o->algo == SEARCH_SA)
-        printf("; T_max %g, cooled by %g every %u moves", cfg.sa_tmax, cfg.sa_r, cfg.sa_cool_every);
-    printf("\n");
-    fflush(stdout);
+    print_search_header(o, &cfg);
     int tty = isatty(2);
     double t0 = weft_now_s(), last = t0;
     uint64_t hits = 0, first_hit = UINT64_MAX, first_usable = UINT64_MAX;

@@ -58,43 +58,41 @@ search_config search_config_default(uint64_t dmax)
 }
 
 static const char *const algorithm_names[] = {"rnd", "shc", "sa"};
+static const char *const temperature_names[] = {"paper", "scaled"};
+
+/* Index of name in names[0..n), or -1. */
+static int name_index(const char *const *names, unsigned n, const char *name)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return (int)i;
+    return -1;
+}
 
 const char *search_algorithm_name(search_algorithm a)
 {
-    if ((unsigned)a > SEARCH_SA)
-        return "?";
-    return algorithm_names[a];
+    return (unsigned)a > SEARCH_SA ? "?" : algorithm_names[a];
 }
 
 int search_algorithm_parse(const char *name, search_algorithm *out)
 {
-    for (unsigned i = 0; i <= SEARCH_SA; i++) {
-        if (strcmp(name, algorithm_names[i]) == 0) {
-            *out = (search_algorithm)i;
-            return 0;
-        }
-    }
-    return -1;
+    int i = name_index(algorithm_names, SEARCH_SA + 1, name);
+    if (i >= 0)
+        *out = (search_algorithm)i;
+    return i >= 0 ? 0 : -1;
 }
-
-static const char *const temperature_names[] = {"paper", "scaled"};
 
 const char *search_sa_temperature_name(search_sa_temperature t)
 {
-    if ((unsigned)t > SEARCH_SA_SCALED)
-        return "?";
-    return temperature_names[t];
+    return (unsigned)t > SEARCH_SA_SCALED ? "?" : temperature_names[t];
 }
 
 int search_sa_temperature_parse(const char *name, search_sa_temperature *out)
 {
-    for (unsigned i = 0; i <= SEARCH_SA_SCALED; i++) {
-        if (strcmp(name, temperature_names[i]) == 0) {
-            *out = (search_sa_temperature)i;
-            return 0;
-        }
-    }
-    return -1;
+    int i = name_index(temperature_names, SEARCH_SA_SCALED + 1, name);
+    if (i >= 0)
+        *out = (search_sa_temperature)i;
+    return i >= 0 ? 0 : -1;
 }
 
 static int cmp_double(const void *a, const void *b)
