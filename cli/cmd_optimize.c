@@ -2,8 +2,11 @@
  * (Bhattacharya et al., Eq. 2 and 4), print the aligned pairs, and write an
  * injection plan for weft inject (docs/plan-format.md); the work is
  * optimizer_run's (optimizer/run.c). */
+#include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -36,6 +39,54 @@ static int parse_var(const cli_command *cmd, const char *arg, void *opts)
     return 0;
 }
 
+static int parse_sa_temperature(const cli_command *cmd, const char *arg, void *opts)
+{
+    optimize_opts *o = opts;
+    if (search_sa_temperature_parse(arg, &o->sa_temperature) != 0) {
+        cli_usage_error(cmd, "--sa-temperature: expected paper or scaled, got '%s'", arg);
+        return -1;
+    }
+    o->sa_set = 1;
+    return 0;
+}
+
+/* A number in (0, hi): --sa-tmax (hi = inf) and --sa-p0 (hi = 1). */
+static int parse_positive(const cli_command *cmd, const char *opt, const char *arg, double hi,
+                          double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !(v > 0 && v < hi)) {
+        cli_usage_error(cmd, "--%s: expected a number %s, got '%s'", opt,
+                        isinf(hi) ? "> 0" : "in (0, 1)", arg);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_sa_tmax(const cli_command *cmd, const char *arg, void *opts)
+{
+    optimize_opts *o = opts;
+    o->sa_set = 1;
+    return parse_positive(cmd, "sa-tmax", arg, INFINITY, &o->sa_tmax);
+}
+
+static int parse_sa_p0(const cli_command *cmd, const char *arg, void *opts)
+{
+    optimize_opts *o = opts;
+    o->sa_set = 1;
+    return parse_positive(cmd, "sa-p0", arg, 1, &o->sa_p0);
+}
+
+static int parse_sa_sample(const cli_command *cmd, const char *arg, void *opts)
+{
+    optimize_opts *o = opts;
+    o->sa_set = 1;
+    return cli_parse_u64(cmd, "--sa-sample", arg, 1, 1000000, &o->sa_sample);
+}
+
 static const cli_option optimize_options[] = {
     {"algo", 'a', "A",
      "exact (default): every pair one delay can align, ranked by delay,\n"
@@ -56,6 +107,17 @@ static const cli_option optimize_options[] = {
      "evaluations to the first alignment; the plan comes from the first\n"
      "run whose hit has a pair that thread creation does not order",
      CLI_U64, O(runs), 1, 1000000, NULL, NULL},
+    {"sa-temperature", 0, "RULE",
+     "sa: paper (default): T_max = 10^-4 for D_max >= 10^7, else 10^-2;\n"
+     "scaled: T_max from the first moves, so that a worse move of their\n"
+     "median size is accepted with probability p0 (results/optimizer-sa.md)",
+     CLI_CUSTOM, 0, 0, 0, parse_sa_temperature, NULL},
+    {"sa-tmax", 0, "T", "sa, paper schedule: this T_max instead", CLI_CUSTOM, 0, 0, 0,
+     parse_sa_tmax, NULL},
+    {"sa-p0", 0, "P", "sa, scaled: acceptance probability of a median worse move (0.5)", CLI_CUSTOM,
+     0, 0, 0, parse_sa_p0, NULL},
+    {"sa-sample", 0, "N", "sa, scaled: moves sampled before T_max is set (100)", CLI_CUSTOM, 0, 0,
+     0, parse_sa_sample, NULL},
     {"stats-json", 0, "FILE", "write every run's result and the statistics to FILE", CLI_STRING,
      O(stats), 0, 0, NULL, NULL},
     {"reads", 0, NULL,

@@ -95,8 +95,27 @@ static int check_writable(const char *path)
     return 0;
 }
 
+/* The --sa-* options against --algo and each other; one usage line, as the
+ * option parser prints them. */
+static int check_sa_options(const optimize_opts *o)
+{
+    const char *why = NULL;
+    if (o->sa_set && (o->exact || o->algo != SEARCH_SA))
+        why = "--sa-temperature, --sa-tmax, --sa-p0 and --sa-sample are for --algo sa";
+    else if (o->sa_tmax > 0 && o->sa_temperature == SEARCH_SA_SCALED)
+        why = "--sa-tmax sets the paper schedule's T_max; --sa-temperature scaled computes it";
+    else if ((o->sa_p0 > 0 || o->sa_sample > 0) && o->sa_temperature != SEARCH_SA_SCALED)
+        why = "--sa-p0 and --sa-sample are for --sa-temperature scaled";
+    if (!why)
+        return 0;
+    fprintf(stderr, "weft optimize: %s (see weft optimize --help)\n", why);
+    return -1;
+}
+
 int optimizer_run(optimize_opts *o)
 {
+    if (check_sa_options(o))
+        return WEFT_EXIT_USAGE;
     if (o->out && check_writable(o->out))
         return WEFT_EXIT_FAIL;
     if (o->stats && check_writable(o->stats))

@@ -108,10 +108,14 @@ static int write_stats(optimize_ctx *c, const search_config *cfg, const search_r
 {
     optimize_opts *o = c->o;
     json_t *evals = json_array(), *secs = json_array(), *best = json_array();
+    json_t *tmax = json_array(), *worse = json_array(), *taken = json_array();
     for (uint64_t i = 0; i < runs; i++) {
         json_array_append_new(evals, json_integer((json_int_t)res[i].evals_to_hit));
         json_array_append_new(secs, json_real(res[i].seconds));
         json_array_append_new(best, json_real(res[i].best_fitness));
+        json_array_append_new(tmax, json_real(res[i].sa_tmax));
+        json_array_append_new(worse, json_integer((json_int_t)res[i].moves_worse));
+        json_array_append_new(taken, json_integer((json_int_t)res[i].moves_worse_accepted));
     }
     char err[512];
     optimizer_candidate *cand = NULL;
@@ -134,6 +138,21 @@ static int write_stats(optimize_ctx *c, const search_config *cfg, const search_r
         weft_error("%s: cannot build the statistics", o->stats);
         return -1;
     }
+    if (cfg->algorithm == SEARCH_SA) {
+        json_t *sa =
+            json_pack("{s:s, s:f, s:I, s:f, s:o}", "temperature",
+                      search_sa_temperature_name(cfg->sa_temperature), "r", cfg->sa_r, "cool_every",
+                      (json_int_t)cfg->sa_cool_every, "tmax_config", cfg->sa_tmax, "tmax", tmax);
+        if (sa && cfg->sa_temperature == SEARCH_SA_SCALED) {
+            json_object_set_new(sa, "p0", json_real(cfg->sa_p0));
+            json_object_set_new(sa, "sample", json_integer((json_int_t)cfg->sa_sample));
+        }
+        json_object_set_new(j, "sa", sa ? sa : json_null());
+    } else {
+        json_decref(tmax);
+    }
+    json_object_set_new(j, "moves_worse", worse);
+    json_object_set_new(j, "moves_worse_accepted", taken);
     json_object_set_new(j, "exact_candidates",
                         have_cand ? json_integer((json_int_t)ncand) : json_null());
     json_object_set_new(j, "exact_candidates_within_dmax",
@@ -153,13 +172,45 @@ static int write_stats(optimize_ctx *c, const search_config *cfg, const search_r
     return rc;
 }
 
-int opt_run_search(optimize_ctx *c)
+/* The paper's configuration for D_max with weft optimize's options on top. */
+static search_config search_config_for(const optimize_opts *o)
 {
-    optimize_opts *o = c->o;
     search_config cfg = search_config_default(o->dmax);
     cfg.algorithm = o->algo;
     cfg.budget = o->budget;
     cfg.stop_on_target = 1;
+    cfg.sa_temperature = o->sa_temperature;
+    if (o->sa_tmax > 0)
+        cfg.sa_tmax = o->sa_tmax;
+    if (o->sa_p0 > 0)
+        cfg.sa_p0 = o->sa_p0;
+    if (o->sa_sample > 0)
+        cfg.sa_sample = (unsigned)o->sa_sample;
+    return cfg;
+}
+
+static void print_search_header(const optimize_opts *o, const search_config *cfg)
+{
+    printf("weft: %s, D_max %" PRIu64 " ns, budget %" PRIu64 " evaluations, %" PRIu64
+           " run%s with seed%s %" PRIu64,
+           search_algorithm_name(o->algo), o->dmax, o->budget, o->runs, o->runs == 1 ? "" : "s",
+           o->runs == 1 ? "" : "s", o->seed);
+    if (o->runs > 1)
+        printf("..%" PRIu64, o->seed + o->runs - 1);
+    if (o->algo == SEARCH_SA && cfg->sa_temperature == SEARCH_SA_SCALED)
+        printf("; T_max scaled: a median worse move of the first %u accepted with p0 = %g",
+               cfg->sa_sample, cfg->sa_p0);
+    else if (o->algo == SEARCH_SA)
+        printf("; T_max %g, cooled by %g every %u moves", cfg->sa_tmax, cfg->sa_r,
+               cfg->sa_cool_every);
+    printf("\n");
+    fflush(stdout);
+}
+
+int opt_run_search(optimize_ctx *c)
+{
+    optimize_opts *o = c->o;
+    search_config cfg = search_config_for(o);
     search_problem prob = optimizer_search_problem(c->m);
     search_result *res = calloc(o->runs, sizeof *res);
     double *ev = calloc(o->runs, sizeof *ev);
@@ -168,14 +219,7 @@ int opt_run_search(optimize_ctx *c)
         free(res), free(ev);
         return WEFT_EXIT_FAIL;
     }
-    printf("weft: %s, D_max %" PRIu64 " ns, budget %" PRIu64 " evaluations, %" PRIu64
-           " run%s with seed%s %" PRIu64,
-           search_algorithm_name(o->algo), o->dmax, o->budget, o->runs, o->runs == 1 ? "" : "s",
-           o->runs == 1 ? "" : "s", o->seed);
-    if (o->runs > 1)
-        printf("..%" PRIu64, o->seed + o->runs - 1);
-    printf("\n");
-    fflush(stdout);
+    print_search_header(o, &cfg);
     int tty = isatty(2);
     double t0 = weft_now_s(), last = t0;
     uint64_t hits = 0, first_hit = UINT64_MAX, first_usable = UINT64_MAX;
@@ -202,12 +246,17 @@ int opt_run_search(optimize_ctx *c)
                     tty ? "\r" : "", i + 1, o->runs, hits, now - t0, tty ? "" : "\n");
             last = now;
         }
-        if (o->runs == 1 && !o->quiet)
+        if (o->runs == 1 && !o->quiet) {
             printf("weft: seed %" PRIu64 ": %s after %" PRIu64 " evaluations (%.3f s, %" PRIu64
-                   " restarts, best fitness %.6g)\n",
+                   " restarts, best fitness %.6g",
                    cfg.seed, res[i].hit ? "first alignment" : "no alignment",
                    res[i].hit ? res[i].evals_to_hit : res[i].evaluations, res[i].seconds,
                    res[i].restarts, res[i].best_fitness);
+            if (o->algo == SEARCH_SA)
+                printf("; T_max %.3g, %" PRIu64 " of %" PRIu64 " worse moves accepted",
+                       res[i].sa_tmax, res[i].moves_worse_accepted, res[i].moves_worse);
+            printf(")\n");
+        }
     }
     if (tty && o->runs > 1 && weft_now_s() - t0 > 0.5)
         fprintf(stderr, "\n");

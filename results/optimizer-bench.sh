@@ -21,7 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 cc -O2 -std=c11 -Wall -I"$here/tracer/include" -I"$here/optimizer/include" -I"$here/search/include" \
   "$here/results/optimizer-bench.c" "$build/optimizer/libweft_optimizer.a" \
   "$build/optimizer/libweft_optimizer_core.a" "$build/search/libweft_search.a" \
-  "$build/tracer/libweft_trace.a" $(pkg-config --libs libdw libelf jansson zlib gsl) -lpthread -lm \
+  "$build/tracer/libweft_trace.a" $(pkg-config --libs libdw libelf jansson zlib gsl libdeflate) -lpthread -lm \
   -o "$tmp/optimizer-bench"
 timeout -s KILL 120 "$weft" trace -q --mode exact -o "$tmp/cfft6.wtr" -- "$build/fixtures/paper_cfft6" >/dev/null
 

@@ -12,7 +12,10 @@
  *   worse move that SA accepts counts as non-improving.
  * - SA cools T <- r T every sa_cool_every moves (default: one ladder cycle)
  *   and reheats at each restart; without reheating T reaches 10^-20 T_max
- *   after ~70,000 moves and SA would be SHC for most of a 10^6 budget. */
+ *   after ~70,000 moves and SA would be SHC for most of a 10^6 budget.
+ * - SCALED temperature (weft/search.h): the sampled moves are SHC moves, so
+ *   sampling adds no evaluation and a run that hits the target while
+ *   sampling is simply a short SHC run. */
 #include "weft/search.h"
 
 #include <math.h>
@@ -48,27 +51,70 @@ search_config search_config_default(uint64_t dmax)
     c.sa_r = 0.95;
     c.sa_cool_every = (unsigned)(c.nsteps * c.tries_per_step);
     c.sa_reheat = 1;
+    c.sa_temperature = SEARCH_SA_PAPER;
+    c.sa_sample = 100;
+    c.sa_p0 = 0.5;
     return c;
 }
 
 static const char *const algorithm_names[] = {"rnd", "shc", "sa"};
+static const char *const temperature_names[] = {"paper", "scaled"};
+
+/* Index of name in names[0..n), or -1. */
+static int name_index(const char *const *names, unsigned n, const char *name)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return (int)i;
+    return -1;
+}
 
 const char *search_algorithm_name(search_algorithm a)
 {
-    if ((unsigned)a > SEARCH_SA)
-        return "?";
-    return algorithm_names[a];
+    return (unsigned)a > SEARCH_SA ? "?" : algorithm_names[a];
 }
 
 int search_algorithm_parse(const char *name, search_algorithm *out)
 {
-    for (unsigned i = 0; i <= SEARCH_SA; i++) {
-        if (strcmp(name, algorithm_names[i]) == 0) {
-            *out = (search_algorithm)i;
-            return 0;
-        }
-    }
-    return -1;
+    int i = name_index(algorithm_names, SEARCH_SA + 1, name);
+    if (i >= 0)
+        *out = (search_algorithm)i;
+    return i >= 0 ? 0 : -1;
+}
+
+const char *search_sa_temperature_name(search_sa_temperature t)
+{
+    return (unsigned)t > SEARCH_SA_SCALED ? "?" : temperature_names[t];
+}
+
+int search_sa_temperature_parse(const char *name, search_sa_temperature *out)
+{
+    int i = name_index(temperature_names, SEARCH_SA_SCALED + 1, name);
+    if (i >= 0)
+        *out = (search_sa_temperature)i;
+    return i >= 0 ? 0 : -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median, not the mean of Kirkpatrick's rule: on Eq. 4 the worse
+ * differences of one run span several orders of magnitude (a move near an
+ * alignment changes a term by up to 1/2, one far from it by 10^-10), and
+ * the mean would follow the few large ones. */
+double search_sa_scaled_tmax(double *worse, size_t n, double p0)
+{
+    if (n == 0 || !(p0 > 0 && p0 < 1))
+        return NAN;
+    for (size_t i = 0; i < n; i++)
+        if (!(worse[i] > 0 && isfinite(worse[i])))
+            return NAN;
+    qsort(worse, n, sizeof *worse, cmp_double);
+    double med = n % 2 ? worse[n / 2] : 0.5 * (worse[n / 2 - 1] + worse[n / 2]);
+    return med / log(1 / p0);
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -136,6 +182,7 @@ typedef struct run {
     gsl_rng *rng;
     fixed_uniform delay; /* uniform in [0, dmax] */
     uint64_t *x;
+    double *worse; /* SCALED SA: worse differences sampled (sa_sample of them) */
     int done;
 } run;
 
@@ -210,30 +257,83 @@ static void undo_move(run *r, size_t i, uint64_t from, uint64_t to)
         r->p->fitness(r->p->ctx, r->x);
 }
 
+/* SA's temperature: the current T, the T_max a restart reheats to, and the
+ * SCALED rule's sampling state. */
+typedef struct anneal_state {
+    double temp, tmax;
+    int sampling;   /* SCALED: T_max not set yet; T = 0 meanwhile */
+    uint64_t moves; /* since the last cooling schedule start */
+    size_t nworse;
+} anneal_state;
+
+static void anneal_start(run *r, anneal_state *a, int anneal)
+{
+    const search_config *c = r->cfg;
+    *a = (anneal_state){0};
+    if (!anneal)
+        return;
+    a->sampling = c->sa_temperature == SEARCH_SA_SCALED;
+    a->tmax = a->sampling ? 0 : c->sa_tmax;
+    a->temp = a->tmax;
+    r->res->sa_tmax = a->tmax;
+}
+
+/* After a move from fitness f to g: sample (SCALED) or cool. */
+static void anneal_after_move(run *r, anneal_state *a, double f, double g)
+{
+    const search_config *c = r->cfg;
+    a->moves++;
+    if (a->sampling) {
+        if (g > f && isfinite(g - f) && a->nworse < c->sa_sample)
+            r->worse[a->nworse++] = g - f;
+        if (a->moves >= c->sa_sample && a->nworse > 0) {
+            a->tmax = search_sa_scaled_tmax(r->worse, a->nworse, c->sa_p0);
+            a->temp = a->tmax;
+            a->sampling = 0;
+            a->moves = 0;
+            r->res->sa_tmax = a->tmax;
+        }
+        return;
+    }
+    if (c->sa_cool_every && a->moves % c->sa_cool_every == 0)
+        a->temp *= c->sa_r;
+}
+
 /* SHC when anneal is 0, SA otherwise: the two share neighbourhood, ladder and
  * restarts and differ only in accepting worse moves. */
 static void run_local(run *r, int anneal)
 {
     const search_config *c = r->cfg;
+    search_result *res = r->res;
     double f = random_point(r);
     size_t rung = 0;
     unsigned tries = 0, stale = 0;
-    uint64_t moves = 0;
-    double temp = c->sa_tmax;
+    anneal_state a;
+    anneal_start(r, &a, anneal);
     while (!r->done) {
         size_t i = uniform_below(r->rng, r->p->dim);
         uint64_t from = r->x[i];
         uint64_t to = neighbour(r, from, c->steps[rung]);
         double g = evaluate_move(r, i, from, to);
         record(r, g);
+        res->moves++;
         int improved = g < f;
         int accept = improved;
         if (!improved && anneal) {
             /* Metropolis; the uniform is always drawn so that the random
              * stream does not depend on floating-point corner cases. */
             double u = gsl_rng_uniform(r->rng);
-            accept = temp > 0 && u < exp(-(g - f) / temp);
+            accept = a.temp > 0 && u < exp(-(g - f) / a.temp);
         }
+        if (g > f) {
+            res->moves_worse++;
+            res->moves_worse_accepted += accept;
+        }
+        if (c->observe) {
+            search_move_info mi = {res->evaluations, f, g, a.temp, accept};
+            c->observe(c->observe_ctx, &mi);
+        }
+        double before = f;
         if (accept)
             f = g;
         else
@@ -251,17 +351,17 @@ static void run_local(run *r, int anneal)
                 rung = (rung + 1) % c->nsteps;
             }
         }
-        if (anneal && c->sa_cool_every && ++moves % c->sa_cool_every == 0)
-            temp *= c->sa_r;
+        if (anneal)
+            anneal_after_move(r, &a, before, g);
         if (stale >= c->restart) {
-            r->res->restarts++;
+            res->restarts++;
             f = random_point(r);
             rung = 0;
             tries = 0;
             stale = 0;
-            if (anneal && c->sa_reheat) {
-                temp = c->sa_tmax;
-                moves = 0;
+            if (anneal && c->sa_reheat && !a.sampling) {
+                a.temp = a.tmax;
+                a.moves = 0;
             }
         }
     }
@@ -290,6 +390,11 @@ static int check_config(const search_problem *p, const search_config *c, char *e
     if (c->algorithm == SEARCH_SA &&
         !(c->sa_tmax >= 0 && isfinite(c->sa_tmax) && c->sa_r > 0 && c->sa_r <= 1))
         return fail(err, errlen, "search: SA needs sa_tmax >= 0 and 0 < sa_r <= 1");
+    if (c->algorithm == SEARCH_SA && (unsigned)c->sa_temperature > SEARCH_SA_SCALED)
+        return fail(err, errlen, "search: unknown SA temperature rule %d", (int)c->sa_temperature);
+    if (c->algorithm == SEARCH_SA && c->sa_temperature == SEARCH_SA_SCALED &&
+        !(c->sa_sample >= 1 && c->sa_p0 > 0 && c->sa_p0 < 1))
+        return fail(err, errlen, "search: scaled SA needs sa_sample >= 1 and 0 < sa_p0 < 1");
     return 0;
 }
 
@@ -313,8 +418,12 @@ int search_run(const search_problem *p, const search_config *cfg, search_result 
     res->best_x = calloc(n, sizeof *res->best_x);
     res->hit_x = calloc(n, sizeof *res->hit_x);
     r.rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!r.x || !res->best_x || !res->hit_x || !r.rng) {
+    if (cfg->algorithm == SEARCH_SA && cfg->sa_temperature == SEARCH_SA_SCALED)
+        r.worse = calloc(cfg->sa_sample, sizeof *r.worse);
+    if (!r.x || !res->best_x || !res->hit_x || !r.rng ||
+        (cfg->algorithm == SEARCH_SA && cfg->sa_temperature == SEARCH_SA_SCALED && !r.worse)) {
         free(r.x);
+        free(r.worse);
         if (r.rng)
             gsl_rng_free(r.rng);
         search_result_free(res);
@@ -336,6 +445,7 @@ int search_run(const search_problem *p, const search_config *cfg, search_result 
         res->hit_x = NULL;
     }
     free(r.x);
+    free(r.worse);
     gsl_rng_free(r.rng);
     res->seconds = now_seconds() - t0;
     return 0;

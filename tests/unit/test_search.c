@@ -1,5 +1,7 @@
 /* search/: configuration defaults, RND/SHC/SA on an abstract problem,
- * determinism, the move/undo protocol, and the statistics helpers. */
+ * determinism, the move/undo protocol, SA's scaled temperature, and the
+ * statistics helpers. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -291,6 +293,218 @@ static void test_bad_config(void **state)
     c.steps[2] = 0;
     assert_int_equal(search_run(&p, &c, &r, err, sizeof err), -1);
     assert_string_equal(err, "search: steps[2] must be at least 1");
+    const double p0s[] = {0, 1, -0.5, NAN};
+    for (size_t i = 0; i < 5; i++) {
+        c = search_config_default(1000);
+        c.sa_temperature = SEARCH_SA_SCALED;
+        if (i < 4)
+            c.sa_p0 = p0s[i];
+        else
+            c.sa_sample = 0;
+        assert_int_equal(search_run(&p, &c, &r, err, sizeof err), -1);
+        assert_string_equal(err, "search: scaled SA needs sa_sample >= 1 and 0 < sa_p0 < 1");
+    }
+}
+
+/* ---- SA's scaled temperature ------------------------------------------------ */
+
+static void test_scaled_tmax_rule(void **state)
+{
+    (void)state;
+    double odd[] = {4e-9, 1e-9, 3e-9, 2e-9, 5e-9};
+    assert_float_equal(search_sa_scaled_tmax(odd, 5, 0.5), 3e-9 / log(2), 1e-21);
+    assert_true(odd[0] == 1e-9 && odd[4] == 5e-9); /* sorted in place */
+    double even[] = {10, 1, 3, 2};
+    assert_float_equal(search_sa_scaled_tmax(even, 4, 0.2), 2.5 / log(5), 1e-12);
+    double one[] = {0.25};
+    assert_float_equal(search_sa_scaled_tmax(one, 1, exp(-1)), 0.25, 1e-12);
+    /* The definition: a median-sized worse move is accepted with p0. */
+    double w[] = {7e-6, 1e-3, 2e-7};
+    double t = search_sa_scaled_tmax(w, 3, 0.3);
+    assert_float_equal(exp(-7e-6 / t), 0.3, 1e-12);
+    assert_true(isnan(search_sa_scaled_tmax(one, 0, 0.5)));
+    assert_true(isnan(search_sa_scaled_tmax(one, 1, 0)));
+    assert_true(isnan(search_sa_scaled_tmax(one, 1, 1)));
+    double bad[] = {1, 0};
+    assert_true(isnan(search_sa_scaled_tmax(bad, 2, 0.5)));
+    search_sa_temperature tt;
+    assert_int_equal(search_sa_temperature_parse("scaled", &tt), 0);
+    assert_int_equal(tt, SEARCH_SA_SCALED);
+    assert_string_equal(search_sa_temperature_name(SEARCH_SA_PAPER), "paper");
+    assert_int_equal(search_sa_temperature_parse("hot", &tt), -1);
+}
+
+/* Every move the search reports, in order. */
+typedef struct move_log {
+    search_move_info m[4096];
+    size_t n;
+} move_log;
+
+static void log_move(void *ctx, const search_move_info *m)
+{
+    move_log *l = ctx;
+    if (l->n < sizeof l->m / sizeof *l->m)
+        l->m[l->n] = *m;
+    l->n++;
+}
+
+static search_config scaled_config(uint64_t seed, unsigned sample, double p0, move_log *ml)
+{
+    search_config c = search_config_default(10000);
+    c.algorithm = SEARCH_SA;
+    c.sa_temperature = SEARCH_SA_SCALED;
+    c.sa_sample = sample;
+    c.sa_p0 = p0;
+    c.seed = seed;
+    c.observe = log_move;
+    c.observe_ctx = ml;
+    return c;
+}
+
+/* T_max is the rule applied to the worse differences of exactly the first
+ * sa_sample moves; those moves keep only improvements (T = 0); from the
+ * next move on T starts at T_max and cools by r every sa_cool_every moves. */
+static void test_scaled_tmax_from_first_moves(void **state)
+{
+    (void)state;
+    static move_log ml;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        toy t;
+        search_problem p = toy_problem(&t, 1);
+        p.target = NULL;
+        ml.n = 0;
+        search_config c = scaled_config(seed, 100, 0.5, &ml);
+        c.budget = 2000;
+        search_result r;
+        assert_int_equal(search_run(&p, &c, &r, NULL, 0), 0);
+        assert_int_equal(ml.n, r.moves);
+        assert_true(r.moves > 100 + 2 * c.sa_cool_every);
+        double worse[100];
+        size_t nw = 0, k = 0;
+        for (; k < 100; k++) {
+            const search_move_info *m = &ml.m[k];
+            assert_true(m->temperature == 0);
+            assert_int_equal(m->accepted, m->to < m->from);
+            if (m->to > m->from)
+                worse[nw++] = m->to - m->from;
+        }
+        assert_true(nw > 0); /* this toy always has worse moves in 100 */
+        double want = search_sa_scaled_tmax(worse, nw, 0.5);
+        assert_true(r.sa_tmax == want);
+        /* The next moves anneal: T_max, then r T_max after sa_cool_every
+         * moves (no restart can come first: restart = 50 < 80 needs 50
+         * non-improving moves in a row, so only check while none happened). */
+        assert_true(ml.m[100].temperature == want);
+        int restarted = 0;
+        for (k = 100; k < 100 + c.sa_cool_every + 1 && !restarted; k++) {
+            double expect = k - 100 < c.sa_cool_every ? want : want * c.sa_r;
+            restarted = ml.m[k].temperature != expect;
+        }
+        if (!restarted)
+            assert_true(ml.m[100 + c.sa_cool_every].temperature == want * c.sa_r);
+        search_result_free(&r);
+    }
+}
+
+/* With sa_sample = 1 and an improving first move, sampling goes on to the
+ * first worse move, and T_max comes from that one difference. */
+static void test_scaled_sampling_waits_for_a_worse_move(void **state)
+{
+    (void)state;
+    static move_log ml;
+    int extended = 0;
+    for (uint64_t seed = 1; seed <= 50; seed++) {
+        toy t;
+        search_problem p = toy_problem(&t, 1);
+        p.target = NULL;
+        ml.n = 0;
+        search_config c = scaled_config(seed, 1, 0.25, &ml);
+        c.budget = 500;
+        search_result r;
+        assert_int_equal(search_run(&p, &c, &r, NULL, 0), 0);
+        size_t k = 0;
+        while (k < ml.n && !(ml.m[k].to > ml.m[k].from)) {
+            assert_true(ml.m[k].temperature == 0);
+            k++;
+        }
+        assert_true(k + 1 < ml.n);
+        double d = ml.m[k].to - ml.m[k].from;
+        assert_true(ml.m[k].temperature == 0);
+        assert_float_equal(r.sa_tmax, d / log(4), 1e-15 + 1e-12 * d);
+        assert_true(ml.m[k + 1].temperature == r.sa_tmax);
+        extended += k > 0;
+        search_result_free(&r);
+    }
+    assert_true(extended > 0);
+}
+
+static void test_scaled_same_seed_same_run(void **state)
+{
+    (void)state;
+    search_result r[3];
+    for (int k = 0; k < 3; k++) {
+        toy t;
+        search_problem p = toy_problem(&t, 1);
+        search_config c = scaled_config(k < 2 ? 11 : 12, 100, 0.5, NULL);
+        c.observe = NULL;
+        assert_int_equal(search_run(&p, &c, &r[k], NULL, 0), 0);
+        assert_true(r[k].hit);
+    }
+    assert_int_equal(r[0].evals_to_hit, r[1].evals_to_hit);
+    assert_true(r[0].sa_tmax == r[1].sa_tmax);
+    assert_int_equal(r[0].moves_worse, r[1].moves_worse);
+    assert_int_equal(r[0].moves_worse_accepted, r[1].moves_worse_accepted);
+    assert_memory_equal(r[0].hit_x, r[1].hit_x, 3 * sizeof(uint64_t));
+    assert_true(r[2].sa_tmax != r[0].sa_tmax || r[2].evals_to_hit != r[0].evals_to_hit);
+    for (int k = 0; k < 3; k++)
+        search_result_free(&r[k]);
+}
+
+/* The sampled moves are budget evaluations: a budget inside the sample ends
+ * the run there, T_max never set; a longer one is spent exactly. */
+static void test_scaled_budget_respected(void **state)
+{
+    (void)state;
+    const uint64_t budgets[] = {1, 2, 30, 101, 102, 5000};
+    for (size_t b = 0; b < sizeof budgets / sizeof *budgets; b++) {
+        toy t;
+        search_problem p = toy_problem(&t, 1);
+        p.target = NULL;
+        search_config c = scaled_config(3, 100, 0.5, NULL);
+        c.observe = NULL;
+        c.budget = budgets[b];
+        search_result r;
+        assert_int_equal(search_run(&p, &c, &r, NULL, 0), 0);
+        assert_int_equal(r.evaluations, budgets[b]);
+        assert_int_equal(t.full_calls, 1 + r.restarts);
+        if (budgets[b] <= 101) { /* the first random point and 100 moves */
+            assert_true(r.sa_tmax == 0);
+            assert_int_equal(r.moves_worse_accepted, 0);
+        } else {
+            assert_true(r.sa_tmax > 0);
+        }
+        search_result_free(&r);
+    }
+}
+
+/* The paper's schedule reports its configured T_max and starts there. */
+static void test_paper_temperature_reported(void **state)
+{
+    (void)state;
+    static move_log ml;
+    toy t;
+    search_problem p = toy_problem(&t, 1);
+    search_config c = search_config_default(10000);
+    c.observe = log_move;
+    c.observe_ctx = &ml;
+    ml.n = 0;
+    search_result r;
+    assert_int_equal(search_run(&p, &c, &r, NULL, 0), 0);
+    assert_true(r.sa_tmax == 1e-2);
+    assert_true(ml.n > 0 && ml.m[0].temperature == 1e-2);
+    assert_int_equal(ml.n, r.moves);
+    assert_true(r.moves_worse_accepted <= r.moves_worse && r.moves_worse <= r.moves);
+    search_result_free(&r);
 }
 
 static void test_clopper_pearson(void **state)
@@ -345,6 +559,12 @@ int main(void)
         cmocka_unit_test(test_budget_without_target),
         cmocka_unit_test(test_rnd_points_are_gsl_stream),
         cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_scaled_tmax_rule),
+        cmocka_unit_test(test_scaled_tmax_from_first_moves),
+        cmocka_unit_test(test_scaled_sampling_waits_for_a_worse_move),
+        cmocka_unit_test(test_scaled_same_seed_same_run),
+        cmocka_unit_test(test_scaled_budget_respected),
+        cmocka_unit_test(test_paper_temperature_reported),
         cmocka_unit_test(test_clopper_pearson),
         cmocka_unit_test(test_quartiles),
     };

@@ -276,6 +276,13 @@ typedef struct optimize_opts {
     int exact;
     uint64_t dmax, budget, seed, runs, pairs;
     int dmax_set, reads, keep_ordered, quiet;
+    /* SA's temperature (weft/search.h); zero = the defaults: the paper's
+     * schedule, T_max by D_max; scaled with p0 0.5 over 100 moves. */
+    search_sa_temperature sa_temperature;
+    int sa_set;         /* some --sa-* option was given (checked against --algo) */
+    double sa_tmax;     /* > 0: the paper schedule's T_max instead of 10^-4 / 10^-2 */
+    double sa_p0;       /* > 0: scaled rule's p0 */
+    uint64_t sa_sample; /* > 0: scaled rule's sample of moves */
     opt_filter filter;
     const char *vars[OPT_MAX_VARS];
     size_t nvars;

@@ -40,6 +40,31 @@ typedef struct search_problem {
 
 typedef enum search_algorithm { SEARCH_RND = 0, SEARCH_SHC = 1, SEARCH_SA = 2 } search_algorithm;
 
+/* How SA sets its initial temperature T_max (results/optimizer-sa.md).
+ * PAPER: sa_tmax as given (seed 004: 10^-4 or 10^-2).
+ * SCALED: from the landscape, by an initial-acceptance-ratio rule. The first
+ * sa_sample moves of a run are hill-climbing moves (T = 0: only strict
+ * improvements are kept) and their strictly worse fitness differences
+ * (g - f > 0) are collected; if none of them was worse, sampling goes on to
+ * the first worse move. Then
+ *     T_max = median(worse differences) / ln(1 / sa_p0)
+ * so that a worse move of the median size is accepted with probability
+ * sa_p0 at T_max; cooling and reheating then run as in PAPER. The sampled
+ * moves are ordinary evaluations of the budget, and T_max is computed once
+ * per run (a restart reheats to the same value). */
+typedef enum search_sa_temperature {
+    SEARCH_SA_PAPER = 0,
+    SEARCH_SA_SCALED = 1
+} search_sa_temperature;
+
+/* One SHC or SA move, as given to search_config.observe. */
+typedef struct search_move_info {
+    uint64_t evaluation; /* 1-based index of the move's evaluation */
+    double from, to;     /* fitness of the current point and of the neighbour */
+    double temperature;  /* SA's T for this move; 0 for SHC and while SCALED samples */
+    int accepted;        /* the neighbour became the current point */
+} search_move_info;
+
 #define SEARCH_MAX_STEPS 8
 
 typedef struct search_config {
@@ -55,10 +80,17 @@ typedef struct search_config {
     unsigned tries_per_step;          /* moves at a rung before the next, smaller one */
     unsigned restart;                 /* non-improving moves in a row before a restart */
     /* SA only. */
-    double sa_tmax;         /* initial temperature */
-    double sa_r;            /* geometric cooling factor */
-    unsigned sa_cool_every; /* moves between two coolings */
-    int sa_reheat;          /* a restart starts again from sa_tmax */
+    double sa_tmax;                       /* initial temperature */
+    double sa_r;                          /* geometric cooling factor */
+    unsigned sa_cool_every;               /* moves between two coolings */
+    int sa_reheat;                        /* a restart starts again from sa_tmax */
+    search_sa_temperature sa_temperature; /* PAPER: sa_tmax; SCALED: computed */
+    unsigned sa_sample;                   /* SCALED: moves sampled before T_max is set */
+    double sa_p0; /* SCALED: acceptance probability of a median worse move at T_max */
+    /* Optional: called after every SHC/SA move (not for random points). For
+     * measurements; it must not touch the problem. */
+    void (*observe)(void *observe_ctx, const search_move_info *move);
+    void *observe_ctx;
 } search_config;
 
 /* Defaults of Bhattacharya et al. §6.1–6.2 scaled to dmax: ladder dmax/10^3, dmax/10^4,
@@ -66,23 +98,37 @@ typedef struct search_config {
  * dmax = 10^7) with 20 tries per rung; restart after 150 non-improving moves
  * when dmax >= 10^6, else 50; SA r = 0.95, T_max = 10^-4 when dmax >= 10^7,
  * else 10^-2, cooled once per rung cycle (nsteps * tries_per_step = 80 moves),
- * reheated at each restart; budget 10^6; algorithm SA; seed 1. */
+ * reheated at each restart; budget 10^6; algorithm SA; seed 1. SA's
+ * temperature is PAPER; for SCALED, sa_sample = 100 and sa_p0 = 0.5 are set
+ * already. */
 search_config search_config_default(uint64_t dmax);
 
 /* "rnd", "shc", "sa" and back; parse returns -1 for an unknown name. */
 const char *search_algorithm_name(search_algorithm a);
 int search_algorithm_parse(const char *name, search_algorithm *out);
+/* "paper", "scaled" and back; parse returns -1 for an unknown name. */
+const char *search_sa_temperature_name(search_sa_temperature t);
+int search_sa_temperature_parse(const char *name, search_sa_temperature *out);
+
+/* The SCALED rule: median(worse[0..n)) / ln(1 / p0). Sorts worse. Returns
+ * NaN when n = 0, a difference is not positive and finite, or p0 is not in
+ * (0, 1). */
+double search_sa_scaled_tmax(double *worse, size_t n, double p0);
 
 typedef struct search_result {
     int hit;               /* 1 if some evaluation reached the target */
     uint64_t evals_to_hit; /* 1-based index of that evaluation, 0 if none */
     uint64_t *hit_x;       /* the point that reached it (dim values), NULL if none */
     double hit_fitness;
-    double best_fitness;  /* lowest fitness seen */
-    uint64_t *best_x;     /* a point with that fitness (dim values) */
-    uint64_t evaluations; /* evaluations spent (<= budget) */
-    uint64_t restarts;    /* SHC/SA restarts from a new random point */
-    double seconds;       /* wall time of the run (CLOCK_MONOTONIC) */
+    double best_fitness;           /* lowest fitness seen */
+    uint64_t *best_x;              /* a point with that fitness (dim values) */
+    uint64_t evaluations;          /* evaluations spent (<= budget) */
+    uint64_t restarts;             /* SHC/SA restarts from a new random point */
+    uint64_t moves;                /* SHC/SA moves (evaluations other than random points) */
+    uint64_t moves_worse;          /* moves to a strictly worse neighbour */
+    uint64_t moves_worse_accepted; /* of those, accepted (SA only) */
+    double sa_tmax; /* SA: T_max used (SCALED: computed; 0 if the run ended while sampling) */
+    double seconds; /* wall time of the run (CLOCK_MONOTONIC) */
 } search_result;
 
 /* Run the configured algorithm. Returns 0, or -1 with a one-line reason in err
