@@ -20,6 +20,7 @@ int cmd_replay(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_races(int argc, char **argv);
 
 /* One-line error on stderr, prefixed "weft: ". */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

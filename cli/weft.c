@@ -20,6 +20,7 @@ static const struct subcommand {
     {"trace", cmd_trace, "run a program on the ideal platform and record its trace"},
     {"info", cmd_info, "summarize a trace: threads, events, shared variables"},
     {"export", cmd_export, "convert a trace to Chrome/Perfetto JSON, VCD or CSV"},
+    {"races", cmd_races, "find data races: accesses no happens-before edge orders"},
     {"optimize", cmd_optimize, "search delays that align writes; write an injection plan"},
     {"inject", cmd_inject, "re-run a program with a plan's delays and check the collision"},
     {"replay", cmd_replay, "replay a program under PCT, PPCT or RPro and report verdicts"},

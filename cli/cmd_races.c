@@ -1,0 +1,167 @@
+/* weft races: the data races of a trace's schedule (docs/races.md). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "weft/races.h"
+#include "weft/trace.h"
+
+/* Races found: like grep's "selected", distinct from bad input (1) and a
+ * bad command line (2); the same value weft replay uses for "some run
+ * failed". */
+#define RACES_EXIT_FOUND 10
+
+static void races_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: weft races [options] TRACE\n\n"
+            "Finds the data races of the traced schedule: two accesses of different threads\n"
+            "to overlapping bytes, at least one a write, not both atomic, that no\n"
+            "happens-before edge orders (thread creation, exit and join, futex wake -> wait,\n"
+            "acquire/release atomics, hence the C library's locks). Vector clocks with\n"
+            "FastTrack's epochs. Each race is reported once per pair of pcs, with the\n"
+            "variable, both accesses (thread, kind, pc, function, file:line), the first\n"
+            "instance's virtual times and how many instances were found.\n\n"
+            "  -j, --json            JSON (format weft-races) instead of text\n"
+            "  -o, --output FILE     write the report to FILE (atomically) instead of stdout\n"
+            "  -b, --binary PATH     the traced program, for symbols and instructions\n"
+            "                        (default: the trace's binary_path)\n"
+            "      --plain-atomics   check plain accesses to bytes that atomic instructions\n"
+            "                        touch as plain accesses (default: they are relaxed\n"
+            "                        atomics, which neither race nor synchronize)\n"
+            "  -h, --help            this help\n\n"
+            "Without the program's code every atomic access counts as acquire and release.\n"
+            "Only the traced schedule is checked, and only what was traced (not the\n"
+            "thread's own stack, nor code run before tracing began).\n\n"
+            "Exit status: 0 when no race was found, %d when races were found, 1 on bad\n"
+            "input (missing or corrupt trace, unreadable binary), 2 on a bad command line.\n",
+            RACES_EXIT_FOUND);
+}
+
+typedef struct races_opts {
+    int json, plain_atomics;
+    const char *out, *binary, *trace;
+} races_opts;
+
+/* Returns 0 to go on, 1 after --help, -1 on a bad command line. */
+static int parse_opts(int argc, char **argv, races_opts *o)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, 0, 'j'},         {"output", required_argument, 0, 'o'},
+        {"binary", required_argument, 0, 'b'}, {"plain-atomics", no_argument, 0, 'P'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "jo:b:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            o->json = 1;
+            break;
+        case 'o':
+            o->out = optarg;
+            break;
+        case 'b':
+            o->binary = optarg;
+            break;
+        case 'P':
+            o->plain_atomics = 1;
+            break;
+        case 'h':
+            races_usage(stdout);
+            return 1;
+        default:
+            return -1;
+        }
+    }
+    if (optind + 1 != argc) {
+        cli_error("races: expected exactly one trace file (weft races [options] TRACE)");
+        return -1;
+    }
+    o->trace = argv[optind];
+    return 0;
+}
+
+static int same_build_id(const weft_trace_meta *m, const char *path)
+{
+    uint8_t id[64];
+    int n = weft_elf_build_id(path, id, sizeof id);
+    if (n <= 0 || m->build_id_len == 0)
+        return 1; /* nothing to compare */
+    return (uint32_t)n == m->build_id_len && memcmp(id, m->build_id, (size_t)n) == 0;
+}
+
+/* The program for symbols and instructions: --binary must be the traced
+ * one (else 1); the trace's own path is used only if it still is. */
+static const char *pick_binary(const races_opts *o, const weft_trace_meta *m, int *bad)
+{
+    struct stat st;
+    *bad = 0;
+    if (o->binary) {
+        if (stat(o->binary, &st) != 0 || !S_ISREG(st.st_mode)) {
+            cli_error("%s: cannot read the program: %s", o->binary,
+                      S_ISDIR(st.st_mode) ? "is a directory" : "No such file or directory");
+            *bad = 1;
+        } else if (!same_build_id(m, o->binary)) {
+            cli_error("%s: not the traced program (its build-id differs from the trace's)",
+                      o->binary);
+            *bad = 1;
+        }
+        return *bad ? NULL : o->binary;
+    }
+    if (!m->binary_path || !*m->binary_path || stat(m->binary_path, &st) != 0 ||
+        !S_ISREG(st.st_mode) || !same_build_id(m, m->binary_path))
+        return NULL;
+    return m->binary_path;
+}
+
+int cmd_races(int argc, char **argv)
+{
+    races_opts o = {0};
+    int prc = parse_opts(argc, argv, &o);
+    if (prc)
+        return prc > 0 ? WEFT_EXIT_OK : WEFT_EXIT_USAGE;
+    char err[512];
+    weft_trace *t = weft_trace_open(o.trace, err, sizeof err);
+    if (!t) {
+        cli_error("%s", err);
+        return WEFT_EXIT_FAIL;
+    }
+    const weft_trace_meta *m = weft_trace_get_meta(t);
+    int bad, rc = WEFT_EXIT_FAIL;
+    const char *binary = pick_binary(&o, m, &bad);
+    weft_symbols *syms = NULL;
+    weft_races *d = NULL;
+    if (bad)
+        goto out;
+    weft_races_config cfg = weft_races_config_default();
+    cfg.atomic_locations = !o.plain_atomics;
+    cfg.binary = binary;
+    if (!(d = weft_races_create(&cfg, err, sizeof err))) {
+        cli_error("%s", err);
+        goto out;
+    }
+    if (binary)
+        syms = weft_symbols_open(binary, err, sizeof err);
+    if (weft_races_analyze(d, t, err, sizeof err) != 0) {
+        cli_error("%s", err);
+        goto out;
+    }
+    weft_races_source src = {.trace = o.trace,
+                             .meta = m,
+                             .summary = weft_trace_get_summary(t),
+                             .decoded = binary != NULL};
+    if (weft_races_write(d, &src, syms, o.json ? WEFT_RACES_JSON : WEFT_RACES_TEXT, o.out, err,
+                         sizeof err) != 0) {
+        cli_error("%s", err);
+        goto out;
+    }
+    rc = weft_races_count(d) ? RACES_EXIT_FOUND : WEFT_EXIT_OK;
+out:
+    weft_races_free(d);
+    if (syms)
+        weft_symbols_close(syms);
+    weft_trace_close(t);
+    return rc;
+}
