@@ -69,8 +69,8 @@ static void print_header(FILE *out, weft_races *d, const weft_races_source *src)
     if (src && src->summary && (src->summary->flags & WEFT_TRACE_TRUNCATED))
         fprintf(out, "weft races: note: the trace is truncated: only its events are checked\n");
     if (src && !src->decoded)
-        fprintf(out, "weft races: note: instructions not read from the program: every atomic "
-                     "access counts as acquire and release\n");
+        fprintf(out, "weft races: note: without the program's code every atomic access counts "
+                     "as acquire and release, which may order (and hide) races: pass --binary\n");
 }
 
 int weft_races_print(weft_races *d, const weft_races_source *src, weft_symbols *syms, FILE *out)
