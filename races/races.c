@@ -77,12 +77,10 @@ static int oom(weft_races *d)
     return -1;
 }
 
-/* Thread i, created (clock 1@i, as FastTrack's initial state) when first
- * seen. */
+/* Thread i, created (clock 1@i, FastTrack's initial state) when first
+ * seen; lower indices not seen yet stay unborn and cost no clock. */
 static rthread *thread_get(weft_races *d, uint32_t i)
 {
-    if (i < d->nth)
-        return &d->th[i];
     if (i >= d->cap_th) {
         uint32_t cap = d->cap_th ? d->cap_th : 8;
         while (cap <= i)
@@ -90,20 +88,20 @@ static rthread *thread_get(weft_races *d, uint32_t i)
         rthread *v = realloc(d->th, (size_t)cap * sizeof *v);
         if (!v)
             return NULL;
+        memset(v + d->cap_th, 0, (size_t)(cap - d->cap_th) * sizeof *v);
         d->th = v;
         d->cap_th = cap;
     }
-    for (uint32_t j = d->nth; j <= i; j++) {
-        rthread *t = &d->th[j];
-        memset(t, 0, sizeof *t);
-        if (vc_set(&t->C, j, 1) != 0) {
-            d->nth = j;
+    if (i >= d->nth)
+        d->nth = i + 1;
+    rthread *t = &d->th[i];
+    if (!t->born) {
+        if (vc_set(&t->C, i, 1) != 0)
             return NULL;
-        }
-        t->epoch = EPOCH(1, j);
+        t->epoch = EPOCH(1, i);
+        t->born = 1;
     }
-    d->nth = i + 1;
-    return &d->th[i];
+    return t;
 }
 
 /* After a release: the thread's later accesses are a new epoch. */
@@ -140,7 +138,7 @@ static int on_clone(weft_races *d, rthread *t, uint32_t i)
 
 static int on_thread_start(weft_races *d, rthread *t, uint32_t parent)
 {
-    if (parent >= d->nth || &d->th[parent] == t)
+    if (parent >= d->nth || !d->th[parent].born || &d->th[parent] == t)
         return 0; /* the main thread, or a creator we never saw */
     rthread *p = &d->th[parent];
     if (p->has_snap) {
@@ -207,7 +205,8 @@ static int on_futex_wait(weft_races *d, rthread *t, uint32_t i, const weft_event
     t->woken = 0;
     t->wait_addr = ev->addr;
     t->wait_time = ev->time;
-    memset(t->pending.c, 0, (size_t)t->pending.n * sizeof *t->pending.c);
+    if (t->pending.n)
+        memset(t->pending.c, 0, (size_t)t->pending.n * sizeof *t->pending.c);
     return waiters_add(d, i) != 0 ? oom(d) : 0;
 }
 

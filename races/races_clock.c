@@ -120,8 +120,10 @@ int vc_copy(vclock *dst, const vclock *src)
 {
     if (vc_reserve(dst, src->n) != 0)
         return -1;
-    memcpy(dst->c, src->c, (size_t)src->n * sizeof *dst->c);
-    memset(dst->c + src->n, 0, (size_t)(dst->n - src->n) * sizeof *dst->c);
+    if (src->n)
+        memcpy(dst->c, src->c, (size_t)src->n * sizeof *dst->c);
+    if (dst->n > src->n)
+        memset(dst->c + src->n, 0, (size_t)(dst->n - src->n) * sizeof *dst->c);
     return 0;
 }
 

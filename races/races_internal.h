@@ -161,6 +161,7 @@ typedef struct rthread {
     vclock pending;
     uint64_t wait_addr, wait_time;
     int waiting, woken;
+    int born; /* seen in the trace: C is set */
 } rthread;
 
 /* Unordered pc pair -> race index. */
