@@ -263,14 +263,10 @@ static int sync_release(weft_races *d, rthread *t, uint64_t addr)
     size_t h = rmap_slot(&d->sync_index, addr);
     uint32_t k = d->sync_index.vals[h];
     if (!k) {
-        if (d->nsyncs == d->cap_syncs) {
-            size_t cap = d->cap_syncs ? 2 * d->cap_syncs : 64;
-            vclock *v = realloc(d->syncs, cap * sizeof *v);
-            if (!v)
-                return oom(d);
-            d->syncs = v;
-            d->cap_syncs = cap;
-        }
+        vclock *v = races_grow(d->syncs, d->nsyncs, &d->cap_syncs, sizeof *v, 64);
+        if (!v)
+            return oom(d);
+        d->syncs = v;
         memset(&d->syncs[d->nsyncs], 0, sizeof *d->syncs);
         if (rmap_put(&d->sync_index, addr, (uint32_t)++d->nsyncs) != 0)
             return oom(d);
@@ -435,14 +431,10 @@ static int race_found(void *ctx, const sh_access *prev, uint32_t prev_thread, co
     weft_races *d = ctx;
     uint32_t k;
     if (pairs_find(&d->pairs, prev->pc, cur->a.pc, &k) != 0) {
-        if (d->nraces == d->cap_races) {
-            size_t cap = d->cap_races ? 2 * d->cap_races : 16;
-            race_entry *v = realloc(d->races, cap * sizeof *v);
-            if (!v)
-                return -1;
-            d->races = v;
-            d->cap_races = cap;
-        }
+        race_entry *v = races_grow(d->races, d->nraces, &d->cap_races, sizeof *v, 16);
+        if (!v)
+            return -1;
+        d->races = v;
         k = (uint32_t)d->nraces;
         if (pairs_add(&d->pairs, prev->pc, cur->a.pc, k) != 0)
             return -1;

@@ -16,6 +16,17 @@ int races_fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
+void *races_grow(void *v, size_t n, size_t *cap, size_t size, size_t first)
+{
+    if (n < *cap)
+        return v;
+    size_t c = *cap ? 2 * *cap : first;
+    void *nv = realloc(v, c * size);
+    if (nv)
+        *cap = c;
+    return nv;
+}
+
 int rmap_init(rmap *m, size_t cap)
 {
     size_t n = 16;

@@ -16,6 +16,11 @@ typedef struct rmap {
     unsigned shift; /* 64 - log2(capacity): Fibonacci hashing takes the top bits */
 } rmap;
 
+/* A growable array of elements of `size` bytes, n of them in use: room for
+ * one more (capacity doubled from `first`). Returns the array, moved or
+ * not, or NULL (the old one is left alone) when out of memory. */
+void *races_grow(void *v, size_t n, size_t *cap, size_t size, size_t first);
+
 int rmap_init(rmap *m, size_t cap);
 void rmap_free(rmap *m);
 /* Slot of key (found or the empty one to fill). */

@@ -32,14 +32,10 @@ int shadow_granule_index(shadow *s, uint64_t g, uint32_t *idx)
         *idx = s->index.vals[h] - 1;
         return 0;
     }
-    if (s->ngranules == s->cap_granules) {
-        size_t cap = s->cap_granules ? 2 * s->cap_granules : 1024;
-        sh_granule *v = realloc(s->granules, cap * sizeof *v);
-        if (!v)
-            return -1;
-        s->granules = v;
-        s->cap_granules = cap;
-    }
+    sh_granule *v = races_grow(s->granules, s->ngranules, &s->cap_granules, sizeof *v, 1024);
+    if (!v)
+        return -1;
+    s->granules = v;
     if (s->ngranules >= UINT32_MAX - 1 || rmap_put(&s->index, key, (uint32_t)s->ngranules + 1))
         return -1;
     memset(&s->granules[s->ngranules], 0, sizeof *s->granules);
@@ -54,14 +50,12 @@ static uint32_t cell_new(shadow *s)
     if (id) {
         s->free_cell = s->cells[id - 1].next;
     } else {
-        if (s->ncells == s->cap_cells) {
-            size_t cap = s->cap_cells ? 2 * s->cap_cells : 1024;
-            sh_cell *v = realloc(s->cells, cap * sizeof *v);
-            if (!v || cap >= UINT32_MAX)
-                return 0;
-            s->cells = v;
-            s->cap_cells = cap;
-        }
+        sh_cell *v = s->ncells < UINT32_MAX - 1
+                         ? races_grow(s->cells, s->ncells, &s->cap_cells, sizeof *v, 1024)
+                         : NULL;
+        if (!v)
+            return 0;
+        s->cells = v;
         id = (uint32_t)++s->ncells;
     }
     memset(&s->cells[id - 1], 0, sizeof(sh_cell));

@@ -75,27 +75,26 @@ int pairs_add(pair_table *p, uint64_t a, uint64_t b, uint32_t idx)
 
 /* ---- thread lists ---------------------------------------------------------------- */
 
-/* Append x to a growable array of n elements of `size` bytes. */
-static int push(void **v, size_t *n, size_t *cap, const void *x, size_t size)
+int anchors_add(weft_races *d, uint64_t addr, uint32_t thread)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? 2 * *cap : 16;
-        void *nv = realloc(*v, c * size);
-        if (!nv)
-            return -1;
-        *v = nv;
-        *cap = c;
-    }
-    memcpy((char *)*v + *n * size, x, size);
-    (*n)++;
+    anchor *v = races_grow(d->anchors, d->nanchors, &d->cap_anchors, sizeof *v, 16);
+    if (!v)
+        return -1;
+    d->anchors = v;
+    v[d->nanchors++] = (anchor){addr, thread};
+    d->anchors_sorted = 0;
     return 0;
 }
 
-int anchors_add(weft_races *d, uint64_t addr, uint32_t thread)
+/* Append a thread index to one of the detector's lists. */
+static int push_thread(uint32_t **v, size_t *n, size_t *cap, uint32_t thread)
 {
-    anchor a = {addr, thread};
-    d->anchors_sorted = 0;
-    return push((void **)&d->anchors, &d->nanchors, &d->cap_anchors, &a, sizeof a);
+    uint32_t *nv = races_grow(*v, *n, cap, sizeof *nv, 16);
+    if (!nv)
+        return -1;
+    *v = nv;
+    nv[(*n)++] = thread;
+    return 0;
 }
 
 static int anchor_cmp(const void *a, const void *b)
@@ -147,7 +146,7 @@ uint32_t anchors_nearest(weft_races *d, uint64_t addr, uint64_t window)
 
 int exits_add(weft_races *d, uint32_t thread)
 {
-    return push((void **)&d->exits, &d->nexits, &d->cap_exits, &thread, sizeof thread);
+    return push_thread(&d->exits, &d->nexits, &d->cap_exits, thread);
 }
 
 uint32_t exits_latest_between(const weft_races *d, uint64_t after, uint64_t upto)
@@ -167,7 +166,7 @@ int waiters_add(weft_races *d, uint32_t thread)
     for (size_t k = 0; k < d->nwaiters; k++)
         if (d->waiters[k] == thread)
             return 0;
-    return push((void **)&d->waiters, &d->nwaiters, &d->cap_waiters, &thread, sizeof thread);
+    return push_thread(&d->waiters, &d->nwaiters, &d->cap_waiters, thread);
 }
 
 void waiters_remove(weft_races *d, uint32_t thread)
