@@ -84,7 +84,7 @@ typedef struct weft_races_stats {
     uint64_t events;   /* events fed */
     uint64_t accesses; /* memory accesses checked (stack accesses left out) */
     uint64_t atomics;  /* of them atomic (by instruction or by location) */
-    uint64_t syncs;    /* happens-before edges applied (acquires, forks, joins, wakes) */
+    uint64_t syncs;    /* happens-before edges that added to a thread's clock */
     uint64_t granules; /* 8-byte granules with shadow state */
     uint32_t threads;
 } weft_races_stats;
