@@ -71,8 +71,13 @@ static void put(gen *g, uint8_t kind, uint64_t addr, uint8_t size, uint64_t pc, 
         }
     }
     g->t += 1 + rnd64() % 8;
-    g->ev[g->n++] = (weft_event){.time = g->t, .addr = addr, .pc = pc, .thread = g->th,
-                                 .kind = kind, .size = size, .flags = flags};
+    g->ev[g->n++] = (weft_event){.time = g->t,
+                                 .addr = addr,
+                                 .pc = pc,
+                                 .thread = g->th,
+                                 .kind = kind,
+                                 .size = size,
+                                 .flags = flags};
 }
 
 static void iteration(gen *g, uint32_t i)
@@ -174,8 +179,8 @@ static int time_trace(const char *path)
         return 1;
     }
     double detect = now_s() - t0;
-    printf("%llu %.3f %.3f %zu %llu\n", (unsigned long long)n, decode, detect,
-           weft_races_count(d), (unsigned long long)(sum & 1));
+    printf("%llu %.3f %.3f %zu %llu\n", (unsigned long long)n, decode, detect, weft_races_count(d),
+           (unsigned long long)(sum & 1));
     weft_races_free(d);
     weft_trace_close(t);
     return 0;
@@ -189,8 +194,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "races-bench: 2 to 64 threads\n");
             return 2;
         }
-        return generate(argv[2], threads, strtoull(argv[4], NULL, 10),
-                        strtoull(argv[5], NULL, 10));
+        return generate(argv[2], threads, strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10));
     }
     if (argc == 3 && !strcmp(argv[1], "time"))
         return time_trace(argv[2]);
