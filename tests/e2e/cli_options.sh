@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 : "${WEFT_SRC:?}"
 cd "$work" # nothing a command might write lands elsewhere
 
-cmds="trace info export optimize inject replay merge report demo completion"
+cmds="trace info export races optimize inject replay merge report demo completion"
 declare -A letter_of=() # letter -> long name, across commands
 for cmd in $cmds; do
   src="$WEFT_SRC/cli/cmd_$cmd.c"

@@ -13,6 +13,7 @@ declare -A allowed=(
   [tracer]="trace platform pct"
   [guest]="guest trace"
   [optimizer]="optimizer search trace"
+  [races]="races trace"
   [replay]="replay guest pct trace optimizer search"
   [report]="report replay trace guest pct search optimizer"
   [demo]="demo report replay optimizer guest trace pct search"

@@ -1,0 +1,157 @@
+/* What an atomic access synchronizes, from its instruction. The trace says
+ * an access was atomic or exclusive, not whether it was an acquire, a
+ * release or relaxed; the encoding of the instruction at its pc does. The
+ * code comes from the program's executable segments (libelf), read once. */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "races_internal.h"
+
+#ifndef EM_AARCH64
+#define EM_AARCH64 183
+#endif
+
+#define BIT(w, i) (((w) >> (i)) & 1u)
+
+/* Load/store exclusive, load-acquire/store-release and CAS (ARMv8.1): the
+ * fields o2 (bit 23), L (22), o1 (21) and o0 (15) tell them apart. */
+static unsigned class_exclusive_ordered(uint32_t w)
+{
+    unsigned o2 = BIT(w, 23), L = BIT(w, 22), o1 = BIT(w, 21), o0 = BIT(w, 15);
+    unsigned c = WEFT_INSN_KNOWN | WEFT_INSN_ATOMIC;
+    if (o2 && o1) /* CAS, CASA, CASL, CASAL (and byte/half forms) */
+        return c | WEFT_INSN_RMW | (L ? WEFT_INSN_ACQUIRE : 0) | (o0 ? WEFT_INSN_RELEASE : 0);
+    if (o2) /* LDAR/LDLAR (L = 1), STLR/STLLR (L = 0): ordered, not exclusive */
+        return c | (L ? WEFT_INSN_ACQUIRE : WEFT_INSN_RELEASE);
+    if (o1 && !BIT(w, 31)) /* CASP family (pairs of 32- or 64-bit registers) */
+        return c | WEFT_INSN_RMW | (L ? WEFT_INSN_ACQUIRE : 0) | (o0 ? WEFT_INSN_RELEASE : 0);
+    /* LDXR/LDAXR/STXR/STLXR and their pair forms: o0 makes them ordered. */
+    if (!o0)
+        return c;
+    return c | (L ? WEFT_INSN_ACQUIRE : WEFT_INSN_RELEASE);
+}
+
+unsigned weft_races_insn_class(uint32_t w)
+{
+    if ((w & 0x3f000000u) == 0x08000000u)
+        return class_exclusive_ordered(w);
+    if ((w & 0x3f200c00u) == 0x38200000u) { /* LSE atomics: A = bit 23, R = bit 22 */
+        unsigned a = BIT(w, 23), r = BIT(w, 22), o3 = BIT(w, 15), opc = (w >> 12) & 7u;
+        if (o3 && opc == 4) /* LDAPR: an RCpc acquire load */
+            return WEFT_INSN_KNOWN | WEFT_INSN_ATOMIC | WEFT_INSN_ACQUIRE;
+        return WEFT_INSN_KNOWN | WEFT_INSN_ATOMIC | WEFT_INSN_RMW | (a ? WEFT_INSN_ACQUIRE : 0) |
+               (r ? WEFT_INSN_RELEASE : 0);
+    }
+    if ((w & 0x3f200c00u) == 0x19000000u) { /* LDAPUR* / STLUR (ARMv8.4 RCpc, unscaled) */
+        unsigned opc = (w >> 22) & 3u;
+        return WEFT_INSN_KNOWN | WEFT_INSN_ATOMIC |
+               (opc == 0 ? WEFT_INSN_RELEASE : WEFT_INSN_ACQUIRE);
+    }
+    return WEFT_INSN_KNOWN;
+}
+
+typedef struct code_segment {
+    uint64_t vaddr, size;
+    uint8_t *bytes;
+} code_segment;
+
+struct races_code {
+    code_segment *segs;
+    size_t nsegs;
+};
+
+void races_code_close(races_code *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->nsegs; i++)
+        free(c->segs[i].bytes);
+    free(c->segs);
+    free(c);
+}
+
+static int read_segment(int fd, const GElf_Phdr *ph, code_segment *seg)
+{
+    seg->vaddr = ph->p_vaddr;
+    seg->size = ph->p_filesz;
+    seg->bytes = malloc(seg->size ? seg->size : 1);
+    if (!seg->bytes)
+        return -1;
+    for (uint64_t done = 0; done < seg->size;) {
+        ssize_t n = pread(fd, seg->bytes + done, seg->size - done, (off_t)(ph->p_offset + done));
+        if (n <= 0)
+            return -1;
+        done += (uint64_t)n;
+    }
+    return 0;
+}
+
+static int load_segments(races_code *c, Elf *elf, int fd, const char *path, char *err,
+                         size_t errlen)
+{
+    GElf_Ehdr eh;
+    if (!gelf_getehdr(elf, &eh))
+        return races_fail(err, errlen, "%s: not an ELF executable", path);
+    if (eh.e_machine != EM_AARCH64)
+        return races_fail(err, errlen, "%s: not an AArch64 program", path);
+    size_t nph;
+    if (elf_getphdrnum(elf, &nph) != 0)
+        return races_fail(err, errlen, "%s: unreadable program headers", path);
+    for (size_t i = 0; i < nph; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+            continue;
+        code_segment *v = realloc(c->segs, (c->nsegs + 1) * sizeof *v);
+        if (!v)
+            return races_fail(err, errlen, "%s: out of memory", path);
+        c->segs = v;
+        memset(&v[c->nsegs], 0, sizeof *v);
+        if (read_segment(fd, &ph, &v[c->nsegs++]) != 0)
+            return races_fail(err, errlen, "%s: cannot read its code", path);
+    }
+    return 0;
+}
+
+races_code *races_code_open(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        races_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    races_code *c = calloc(1, sizeof *c);
+    Elf *elf = NULL;
+    if (elf_version(EV_CURRENT) == EV_NONE || !c) {
+        races_fail(err, errlen, "%s: %s", path, c ? "libelf is unusable" : "out of memory");
+    } else if (!(elf = elf_begin(fd, ELF_C_READ, NULL)) || elf_kind(elf) != ELF_K_ELF) {
+        races_fail(err, errlen, "%s: not an ELF executable", path);
+    } else if (load_segments(c, elf, fd, path, err, errlen) == 0) {
+        elf_end(elf);
+        close(fd);
+        return c;
+    }
+    if (elf)
+        elf_end(elf);
+    close(fd);
+    races_code_close(c);
+    return NULL;
+}
+
+unsigned races_code_classify(void *code, uint64_t pc)
+{
+    const races_code *c = code;
+    for (size_t i = 0; i < c->nsegs; i++) {
+        const code_segment *s = &c->segs[i];
+        if (pc >= s->vaddr && pc - s->vaddr + 4 <= s->size) {
+            const uint8_t *b = s->bytes + (pc - s->vaddr);
+            uint32_t w =
+                (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+            return weft_races_insn_class(w);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,4 @@
+# weft races: the documented data races of the fixtures are found with both
+# source lines and the race-free ones get none; options, output and errors.
+weft_e2e_test(e2e_races_fixtures races_fixtures.sh)
+weft_e2e_test(e2e_races_cli races_cli.sh)
