@@ -69,9 +69,11 @@ static int is_lse_atomic(uint32_t w)
     return (w & 0x3f200c00u) == 0x38200000u; /* LDADD, SWP, LDCLR, ... */
 }
 
+/* CAS and its acquire/release forms: o2 (bit 23) and o1 (bit 21) both set.
+ * (o1 alone is an exclusive pair, LDXP/STXP, or CASP.) */
 static int is_cas(uint32_t w)
 {
-    return is_exclusive_or_ordered(w) && (w & 0x00200000u) && !(w & 0x00800000u);
+    return is_exclusive_or_ordered(w) && (w & 0x00200000u) && (w & 0x00800000u);
 }
 
 /* B or BL with a 26-bit word offset: a call, or a tail call at -O2. */
