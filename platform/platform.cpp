@@ -114,6 +114,7 @@ weft_platform *weft_platform_create(const weft_platform_config *cfg, char *err, 
     auto *p = new weft_platform;
     p->cfg = *cfg;
     p->slots.reset(new Slot[cfg->max_pes]);
+    p->allowed_buf.reset(new pct_tid[cfg->max_pes]);
     try {
         sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
         p->top.reset(new weft::Top("weft", cfg->max_pes));

@@ -49,6 +49,9 @@ struct alignas(64) Slot {
     // of weft's own locks, never in a qemu exclusive section.
     std::atomic<int> busy{0};
     std::atomic<int> forking{0}; // in a fork syscall: qemu copies itself exclusively
+    // Spinning (replays): seen spinning this many times since progress_epoch
+    // spin_epoch, last at spin_pc. Guarded by the platform lock.
+    uint64_t spin_epoch = ~0ull, spin_count = 0, spin_pc = 0;
     // Set by the PE's own thread before its gate, read there (POS).
     uint64_t exec_obj = 0, pend_obj = 0;
     int exec_acc = PCT_ACCESS_UNKNOWN, pend_acc = PCT_ACCESS_UNKNOWN;
@@ -65,6 +68,7 @@ struct weft_platform {
     weft_platform_config cfg;
     std::mutex mu;
     std::unique_ptr<weft::Slot[]> slots;
+    std::unique_ptr<pct_tid[]> allowed_buf; // a decision's allowed threads: max_pes of them
     std::atomic<uint32_t> count{0};
     std::atomic<int> exiting{0};
     std::atomic<uint64_t> progress{0};
@@ -74,6 +78,7 @@ struct weft_platform {
     std::atomic<uint64_t> gates{0}, gate_waits{0}, escapes{0}, kernel_steps{0}, released{0};
     std::atomic<uint64_t> exclusive_yields{0};
     uint64_t deadlock_seen = 0;
+    std::atomic<uint64_t> progress_epoch{0}; // bumped by weft_platform_progress
 
     // Replay (a policy from pct/ decides who runs; see replay.cpp).
     pct_policy *policy = nullptr;
@@ -81,7 +86,7 @@ struct weft_platform {
     bool host_parallel = false;  // ppct: run the allowed set at once, token per slot
     std::atomic<int> holder{-1}; // PE allowed to run; -1 while deciding
     uint64_t last_step_cycles = 0;
-    uint64_t handoffs = 0;
+    std::atomic<uint64_t> handoffs{0}; // read at every access by the spin watch: no lock
 
     void step_kernel_to(uint64_t cycles);
     void probe(int q);

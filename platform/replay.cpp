@@ -108,8 +108,10 @@ void weft_platform::grant_locked(int pe, uint64_t at)
 // keeps its token until it has settled, as the single holder does.
 void weft_platform::reschedule_parallel_locked()
 {
-    pct_tid allowed[64];
-    size_t n = pct_policy_next(policy, allowed, 64);
+    // Sized for every PE at creation: no allocation here, and no limit on
+    // how many threads PPCT's high set may allow at once.
+    pct_tid *allowed = allowed_buf.get();
+    size_t n = pct_policy_next(policy, allowed, cfg.max_pes);
     uint32_t cnt = count.load();
     for (uint32_t q = 0; q < cnt; q++) {
         // No allocation here: this runs at every step, under the mutex.
@@ -140,8 +142,8 @@ void weft_platform::reschedule_locked()
         if (st == FUTEX_ENTERING || st == EXITING)
             return; // limbo: decide once the host thread has settled
     }
-    pct_tid allowed[64];
-    size_t n = pct_policy_next(policy, allowed, 64);
+    pct_tid *allowed = allowed_buf.get();
+    size_t n = pct_policy_next(policy, allowed, cfg.max_pes);
     if (n == 0) {
         holder.store(-1); // nothing enabled: deadlock or all in syscalls
         return;
@@ -351,8 +353,7 @@ int weft_platform_set_policy(weft_platform *p, pct_policy *policy, weft_set_mode
 
 uint64_t weft_platform_handoffs(weft_platform *p)
 {
-    std::lock_guard<std::mutex> g(p->mu);
-    return p->handoffs;
+    return p->handoffs.load(std::memory_order_relaxed);
 }
 
 uint64_t weft_platform_await_turn(weft_platform *p, int pe, uint64_t cycles)
@@ -376,6 +377,64 @@ void weft_platform_busy(weft_platform *p, int pe, int delta)
 void weft_platform_forking(weft_platform *p, int pe, int on)
 {
     p->slots[pe].forking.store(on);
+}
+
+// Three sightings each, since the last progress: a thread demoted once may
+// just have been unlucky with who ran next; three rounds in which every
+// runnable thread only spun are no luck.
+#define LIVELOCK_SIGHTINGS 3
+
+int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
+{
+    std::lock_guard<std::mutex> g(p->mu);
+    Slot &s = p->slots[pe];
+    if (s.spin_epoch != p->progress_epoch.load(std::memory_order_relaxed)) {
+        s.spin_epoch = p->progress_epoch.load(std::memory_order_relaxed);
+        s.spin_count = 0;
+    }
+    s.spin_count++;
+    s.spin_pc = pc;
+    if (p->policy)
+        pct_thread_yielded(p->policy, pe);
+    uint32_t n = p->count.load();
+    unsigned live = 0;
+    for (uint32_t q = 0; q < n; q++) {
+        int st = p->slots[q].state.load();
+        if (st == BLOCKED || st == EXITED || st == FREE)
+            continue;
+        // In a syscall that waits on the outside world, or on its way out:
+        // it may yet change something.
+        if (st != RUNNING ||
+            p->slots[q].spin_epoch != p->progress_epoch.load(std::memory_order_relaxed) ||
+            p->slots[q].spin_count < LIVELOCK_SIGHTINGS)
+            return 0;
+        live++;
+    }
+    return live > 0;
+}
+
+void weft_platform_progress(weft_platform *p, int pe)
+{
+    (void)pe;
+    // Every write outside a stack comes here: no lock, and under a policy
+    // one thread runs at a time, so the line does not bounce.
+    p->progress_epoch.fetch_add(1, std::memory_order_relaxed);
+}
+
+size_t weft_platform_describe_spinners(weft_platform *p, char *buf, size_t len)
+{
+    std::lock_guard<std::mutex> g(p->mu);
+    size_t k = 0;
+    if (len)
+        buf[0] = 0;
+    uint32_t n = p->count.load();
+    for (uint32_t q = 0; q < n && k < len; q++) {
+        Slot &s = p->slots[q];
+        if (s.spin_epoch == p->progress_epoch.load(std::memory_order_relaxed) && s.spin_count)
+            k += size_t(snprintf(buf + k, len - k, "  T%u spins at pc 0x%llx\n", q,
+                                 (unsigned long long)s.spin_pc));
+    }
+    return k < len ? k : len;
 }
 
 void weft_platform_describe_step(weft_platform *p, int pe, uint64_t exec_obj, int exec_acc,

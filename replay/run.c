@@ -16,7 +16,7 @@
 #include "weft/trace.h"
 
 static const char *const verdict_names[REPLAY_VERDICT_COUNT] = {
-    "pass", "bug", "exit", "wrong_output", "abort", "crash", "deadlock", "timeout"};
+    "pass", "bug", "exit", "wrong_output", "abort", "crash", "deadlock", "timeout", "livelock"};
 
 const char *replay_verdict_name(replay_verdict v)
 {
@@ -157,6 +157,37 @@ static int find_line(const char *path, const char *prefix, int skip_tools, char 
     return found;
 }
 
+static const char *base_name(const char *file)
+{
+    const char *b = file ? strrchr(file, '/') : NULL;
+    return b ? b + 1 : file;
+}
+
+/* The plugin's livelock report ("  T1 spins at pc 0x..." lines on the
+ * guest's stderr) as one detail line, with each pc's function and line. */
+static void spinners(const char *errf, const char *binary, char *detail, size_t len)
+{
+    size_t n = (size_t)snprintf(detail, len, "every thread that could run spun without progress:");
+    FILE *f = fopen(errf, "r");
+    char err[256], line[256];
+    weft_symbols *syms = weft_symbols_open(binary, err, sizeof err);
+    unsigned t;
+    unsigned long long pc;
+    while (f && fgets(line, sizeof line, f) && n < len)
+        if (sscanf(line, "  T%u spins at pc 0x%llx", &t, &pc) == 2) {
+            const char *fn = NULL, *file = NULL;
+            int ln = 0;
+            if (syms)
+                weft_symbols_pc(syms, pc, &fn, &file, &ln);
+            n += (size_t)snprintf(detail + n, len - n, " T%u at %s (%s:%d)", t, fn ? fn : "?",
+                                  file ? base_name(file) : "?", ln);
+        }
+    if (f)
+        fclose(f);
+    if (syms)
+        weft_symbols_close(syms);
+}
+
 /* Line (1-based) where two files first differ, 0 if they are equal. */
 static long first_difference(const char *a, const char *b)
 {
@@ -208,12 +239,6 @@ static void tail_add(thread_tail *t, const weft_event *ev)
     t->head = (t->head + 1) % RECENT_PCS;
     if (t->npcs < RECENT_PCS)
         t->npcs++;
-}
-
-static const char *base_name(const char *file)
-{
-    const char *b = file ? strrchr(file, '/') : NULL;
-    return b ? b + 1 : file;
 }
 
 /* Each live thread of a deadlocked run whose last event is a futex wait:
@@ -423,6 +448,9 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
         json_t *rec = json_load_file(record, 0, NULL);
         describe_waits(trace, c->run.binary, rec, waits, detail, sizeof detail);
         json_decref(rec);
+    } else if (flags & WEFT_TRACE_LIVELOCK) {
+        v = REPLAY_LIVELOCK;
+        spinners(errf, c->run.binary, detail, sizeof detail);
     } else if (r.end == GUEST_TIMED_OUT) {
         v = REPLAY_TIMEOUT;
         snprintf(detail, sizeof detail, "killed after %u s (livelock, or --timeout too short)",

@@ -161,6 +161,76 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
     }
 }
 
+/* A spinner re-reads a few addresses while nothing else runs: after this
+ * many such loads in one turn, with no write to memory outside its stack, it
+ * is demoted like a yield. A loop reading an array reads many addresses and
+ * is not a spinner; a loop that re-reads one global this many times without
+ * writing anything is taken for one (its demotion is counted as an override,
+ * so the bound's claim leaves that run out). */
+#define SPIN_LOADS 1000
+
+static void livelock(void)
+{
+    /* One thread reports and ends the process; another that finds the same
+     * livelock meanwhile must not exit under it while the trace is written. */
+    static atomic_int claimed;
+    if (atomic_exchange(&claimed, 1))
+        for (;;)
+            pause();
+    char buf[4096];
+    weft_platform_describe_spinners(g_plugin.platform, buf, sizeof buf);
+    fprintf(stderr, "weft: livelock: every thread that can run spins without progress\n%s", buf);
+    plugin_finish(WEFT_TRACE_LIVELOCK);
+    _exit(87);
+}
+
+void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uint64_t cycles)
+{
+    weft_platform *p = g_plugin.platform;
+    v->last_gated_pc = pc;
+    if (write) {
+        v->spin_loads = 0;
+        v->nspin = 0;
+        weft_platform_progress(p, v->pe);
+        return;
+    }
+    uint64_t sw = weft_platform_handoffs(p);
+    if (sw != v->spin_sw) { /* another thread ran: it may have written */
+        v->spin_sw = sw;
+        v->spin_loads = 0;
+        v->nspin = 0;
+    }
+    unsigned i = 0;
+    while (i < v->nspin && v->spin_addr[i] != addr)
+        i++;
+    if (i == v->nspin) {
+        if (v->nspin == 4) { /* more than a few addresses: reading, not spinning */
+            v->nspin = 0;
+            v->spin_loads = 0;
+        }
+        v->spin_addr[v->nspin++] = addr;
+    }
+    if (++v->spin_loads >= SPIN_LOADS) {
+        v->spin_loads = 0;
+        if (weft_platform_spin(p, v->pe, pc))
+            livelock();
+        /* A decision here, so the demotion takes effect even if the loop
+         * has no schedule point of its own (a flag nobody ever writes is
+         * not a shared address). */
+        uint64_t resume;
+        weft_platform_busy(p, v->pe, 1);
+        weft_platform_gate(p, v->pe, cycles, pc, WEFT_SYNC_ACCESS, &resume);
+        weft_platform_busy(p, v->pe, -1);
+        v->offset += resume - cycles;
+    }
+}
+
+void plugin_spin_yield(vcpu_state *v)
+{
+    if (weft_platform_spin(g_plugin.platform, v->pe, v->last_gated_pc))
+        livelock();
+}
+
 /* Marks itself busy only around what may block: this runs for every block. */
 static void tb_exec_bound(vcpu_state *v, void *udata)
 {
@@ -262,6 +332,17 @@ static void insn_gate(unsigned int index, void *udata)
     weft_platform_busy(g_plugin.platform, pe, -1);
 }
 
+static void insn_yield(unsigned int index, void *udata)
+{
+    (void)udata;
+    vcpu_state *v = g_plugin.vcpus[index];
+    if (!v || v->pe < 0 || atomic_load_explicit(&g_plugin.forked_child, memory_order_relaxed))
+        return;
+    weft_platform_busy(g_plugin.platform, v->pe, 1);
+    plugin_spin_yield(v);
+    weft_platform_busy(g_plugin.platform, v->pe, -1);
+}
+
 static int in_ranges(uint64_t a)
 {
     const weft_trace_settings *s = &g_plugin.cfg.settings;
@@ -310,6 +391,9 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
     default:
         break;
     }
+    if (g_plugin.sched.policy && !(flags & WEFT_EVF_STACK))
+        plugin_spin_watch(v, ii->pc, vaddr, store || (ii->flags & INSN_RMW),
+                          vcpu_cycles_at(v, v->tb_base + ii->index));
     if ((ii->flags & INSN_GATED) && g_plugin.sched.cfg.kind == PCT_KIND_POS) {
         unsigned h = (unsigned)(ii->pc >> 2) & 63u;
         int acc = store || (ii->flags & INSN_RMW) ? PCT_ACCESS_WRITE : PCT_ACCESS_READ;
@@ -371,6 +455,11 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         /* Visible points: the program's own code only; what the library
          * does inside a call is part of that one step. */
         int own = visible && sched_own_pc(pc);
+        /* YIELD and WFE: the thread says it waits for another. */
+        if ((w == 0xd503203fu || w == 0xd503205fu) && g_plugin.sched.policy) {
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_yield, QEMU_PLUGIN_CB_NO_REGS, NULL);
+            continue;
+        }
         const char *callee;
         if (own && branch_target(w, pc, &target) && (callee = sched_sync_target(target))) {
             insn_info *ci = insn_info_new();

@@ -43,6 +43,10 @@ typedef struct vcpu_state {
     int futex_waiting;
     uint64_t last_call_pc; /* the program's last synchronization call (visible points) */
     const char *last_callee;
+    /* Spin watch (replays): gated loads since the last write or handoff,
+     * and the few addresses they read. */
+    uint64_t spin_sw, spin_loads, spin_addr[4], last_gated_pc;
+    unsigned nspin;
     /* POS: what the thread touched at its last point, and where each gated
      * pc went last time (a direct-mapped guess of a pending access). */
     uint64_t exec_obj;
@@ -202,6 +206,10 @@ void plugin_bind_vcpu(vcpu_state *v);
 void plugin_begin_thread(vcpu_state *v, int wait);
 vcpu_state *plugin_vcpu(unsigned int index);
 void plugin_finish(uint32_t extra_flags);
+/* Replays: watch a gated access for spinning; a livelock ends the run. */
+void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uint64_t cycles);
+/* Replays: the thread yielded (sched_yield, nanosleep, YIELD, WFE). */
+void plugin_spin_yield(vcpu_state *v);
 
 /* A plugin argument's number (decimal or 0x hex): 0, or -1 if malformed. */
 int plugin_parse_u64(const char *s, uint64_t *out);

@@ -193,6 +193,8 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
     thread_record *tr = &g_plugin.threads[v->pe];
     switch (num) {
     case SYS_FUTEX:
+        if (g_plugin.sched.policy) /* a wake, or a wait that may be woken: not spinning */
+            weft_platform_progress(p, v->pe);
         futex_entry(v, 0);
         break;
     case SYS_EXIT:
@@ -238,7 +240,10 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         /* The thread cannot progress by itself: a policy may demote it
          * (NeedlePoint's starvation rule). */
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
-        weft_platform_yield(p, v->pe);
+        if (g_plugin.sched.policy)
+            plugin_spin_yield(v); /* demotes, and may find every thread spinning */
+        else
+            weft_platform_yield(p, v->pe);
         break;
     default:
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);

@@ -142,6 +142,17 @@ int weft_platform_stuck_in_qemu(weft_platform *p, int pe);
 /* The PE's host thread enters (+1) or leaves (-1) weft's own code, where it
  * may sleep on weft's locks: not to be taken for a qemu exclusive section. */
 void weft_platform_busy(weft_platform *p, int pe, int delta);
+/* Replays: the PE was seen spinning (re-reading a few addresses with no
+ * write and no other thread running in between) at pc: the policy demotes
+ * it as if it had yielded (CHESS's fair scheduler, NeedlePoint). Returns 1
+ * when every live thread that can run has been seen spinning since the last
+ * progress (a livelock: nothing any thread does can end it). */
+int weft_platform_spin(weft_platform *p, int pe, uint64_t pc);
+/* Replays: the PE wrote shared memory or otherwise changed what others may
+ * be waiting for: spinning so far proves nothing. */
+void weft_platform_progress(weft_platform *p, int pe);
+/* The spinning threads and their pcs, one line each, for a livelock report. */
+size_t weft_platform_describe_spinners(weft_platform *p, char *buf, size_t len);
 /* What the PE did since its last schedule point (exec) and what its next
  * one will touch (pending; a prediction): objects are addresses, 0 when
  * unknown; accesses are pct_access values. Read at the PE's next gate by a

@@ -31,6 +31,7 @@ typedef enum replay_verdict {
     REPLAY_CRASH,        /* killed by another signal */
     REPLAY_DEADLOCK,     /* no enabled thread, live blocked threads */
     REPLAY_TIMEOUT,      /* killed at the time limit: livelock or too slow */
+    REPLAY_LIVELOCK,     /* every thread that could run spun without progress */
     REPLAY_VERDICT_COUNT
 } replay_verdict;
 

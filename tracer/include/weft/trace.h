@@ -97,6 +97,7 @@ typedef struct weft_trace_thread {
 #define WEFT_TRACE_CRASHED 0x4u   /* the guest was killed by a signal */
 #define WEFT_TRACE_TIMED_OUT 0x8u /* weft killed the guest at its time limit */
 #define WEFT_TRACE_DEADLOCK 0x10u /* no thread could advance while some were blocked */
+#define WEFT_TRACE_LIVELOCK 0x20u /* replay: every runnable thread spun without progress */
 
 typedef struct weft_trace_summary {
     uint32_t flags;         /* WEFT_TRACE_* */
