@@ -180,7 +180,7 @@ static void livelock(void)
     char buf[4096];
     weft_platform_describe_spinners(g_plugin.platform, buf, sizeof buf);
     fprintf(stderr, "weft: livelock: every thread that can run spins without progress\n%s", buf);
-    plugin_finish(WEFT_TRACE_LIVELOCK);
+    plugin_finish(WEFT_TRACE_LIVELOCK | PLUGIN_ENDS_RUN);
     _exit(87);
 }
 
@@ -503,7 +503,12 @@ void plugin_finish(uint32_t extra_flags)
 {
     if (!tracing_here() || atomic_exchange(&g_plugin.finished, 1))
         return;
-    weft_platform_exiting(g_plugin.platform);
+    /* qemu's own exit stops every vCPU in an exclusive section, which no
+     * gate may hold up; a run the plugin ends itself (_exit right after)
+     * keeps them waiting, so that none runs on while the trace is written. */
+    if (!(extra_flags & PLUGIN_ENDS_RUN))
+        weft_platform_exiting(g_plugin.platform);
+    extra_flags &= ~PLUGIN_ENDS_RUN;
     for (unsigned i = 0; i < PLUGIN_MAX_VCPUS; i++) {
         vcpu_state *v = g_plugin.vcpus[i];
         if (v && v->pe >= 0 && v->nbuf) {

@@ -205,6 +205,9 @@ void plugin_flush(vcpu_state *v);
 void plugin_bind_vcpu(vcpu_state *v);
 void plugin_begin_thread(vcpu_state *v, int wait);
 vcpu_state *plugin_vcpu(unsigned int index);
+/* Finish the trace with these summary flags. With PLUGIN_ENDS_RUN the
+ * caller _exits right after: waiting threads stay waiting. */
+#define PLUGIN_ENDS_RUN 0x80000000u
 void plugin_finish(uint32_t extra_flags);
 /* Replays: watch a gated access for spinning; a livelock ends the run. */
 void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uint64_t cycles);

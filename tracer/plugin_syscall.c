@@ -228,7 +228,7 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
              * lets them run while it exits, keeps what they do next out of
              * the run, so a program that returns from main without joining
              * ends the same way for the same seed. */
-            plugin_finish(0);
+            plugin_finish(PLUGIN_ENDS_RUN);
             _exit((int)(a1 & 0xff));
         }
         /* qemu now stops every vCPU in an exclusive section: no gate may hold one. */

@@ -1,0 +1,50 @@
+# The benchmark's controls under replay (fixtures/bench, kind control):
+# process exit is a schedule point (a program that returns from main while a
+# thread asserts ends the same way for the same seed, joined or not); a
+# spinner is relieved; a livelock is one; 200 threads run under every policy.
+source "$(dirname "$0")/lib.sh"
+b="$WEFT_FIXTURES/bench"
+
+# exit_no_join: 100 seeds, twice, with two jobs and the same points, k and n
+# (the second campaign takes the first's): the same verdict per seed, and
+# both endings occur (so the seeds do decide something).
+run_status st "$WEFT" replay --sched random --runs 100 --jobs 2 --timeout 60 -q \
+  --output "$work/exit1" -- "$b/exit_no_join" >/dev/null 2>&1
+k="$(jq .k "$work/exit1/campaign.json")" n="$(jq .n "$work/exit1/campaign.json")"
+run_status st "$WEFT" replay --sched random --runs 100 --jobs 2 --timeout 60 -q \
+  --points "visible:$work/exit1/points.pcs" --steps "$k" --threads "$n" \
+  --output "$work/exit2" -- "$b/exit_no_join" >/dev/null 2>&1
+for rep in 1 2; do
+  jq -r '"\(.seed) \(.verdict)"' "$work/exit$rep/runs.jsonl" | sort -n >"$work/exit$rep.v"
+done
+check "exit_no_join: 100 seeds ran twice" test "$(wc -l <"$work/exit1.v") $(wc -l <"$work/exit2.v")" = "100 100"
+check "exit_no_join: same verdict per seed" cmp -s "$work/exit1.v" "$work/exit2.v"
+check "exit_no_join: some seeds abort" grep -q " abort$" "$work/exit1.v"
+check "exit_no_join: some seeds pass" grep -q " pass$" "$work/exit1.v"
+
+# A spinner waiting for a flag another thread sets: demoted, the setter
+# runs, every run passes.
+for fx in spin_ok spin_yield_ok; do
+  run_status st "$WEFT" replay --sched pct --runs 10 --jobs 2 --timeout 60 -q \
+    --output "$work/$fx" -- "$b/$fx" >/dev/null 2>&1
+  check "$fx: every run passes (status $st)" \
+    test "$st $(jq -r .verdict "$work/$fx/runs.jsonl" | sort -u | tr '\n' ' ')" = "0 pass "
+done
+# Two threads spinning on acknowledgements nobody sends: a livelock.
+run_status st "$WEFT" replay --sched pct --runs 3 --jobs 2 --timeout 60 -q \
+  --output "$work/livelock" -- "$b/livelock" >/dev/null 2>&1
+check "livelock: verdict livelock (status $st)" \
+  test "$st $(jq -r .verdict "$work/livelock/runs.jsonl" | sort -u | tr '\n' ' ')" = "10 livelock "
+
+# 200 threads under every policy: no fixed limit below the PE pool. The
+# points are given (the program's own calls and atomics, no shared-access
+# pcs), so no profiling runs.
+: >"$work/none.pcs"
+for sched in random pct ppct rpro pos; do
+  run_status st "$WEFT" replay --sched "$sched" --seed 1 --steps 3000 --threads 201 \
+    --points "visible:$work/none.pcs" --timeout 120 --output "$work/t200-$sched" \
+    -- "$b/threads200" >"$work/t200-$sched.log" 2>&1
+  check "threads200 under $sched: pass (status $st)" \
+    test "$st $(jq -r '"\(.verdict) \(.threads)"' "$work/t200-$sched/runs.jsonl")" = "0 pass 201"
+done
+finish
