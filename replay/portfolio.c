@@ -5,6 +5,9 @@
  * its own folder, run a chunk of seeds at a time in turn, so that a bug any
  * of them finds early is found early whatever the order. */
 #include <inttypes.h>
+#include <stdlib.h>
+
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +62,94 @@ static int member_config(const replay_config *c, const member *m, replay_config 
     return 0;
 }
 
+/* The order the members' chunks of seeds ran in, to count the runs to the
+ * portfolio's first bug across members. */
+typedef struct chunk {
+    size_t member;
+    uint64_t lo, hi;
+} chunk;
+typedef struct chunk_log {
+    chunk *v;
+    size_t n, cap;
+} chunk_log;
+
+static void log_chunk(chunk_log *l, size_t member, uint64_t lo, uint64_t hi)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        chunk *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return; /* the overall summary then counts fewer runs; the members are whole */
+        l->v = v, l->cap = cap;
+    }
+    l->v[l->n++] = (chunk){member, lo, hi};
+}
+
+/* The first bug of member m's runs with a seed in [lo, hi]: its seed and
+ * verdict, or 0 if none. */
+static int first_bug(const replay_config *m, uint64_t lo, uint64_t hi, uint64_t *seed,
+                     char *verdict, size_t vlen)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/runs.jsonl", m->out_dir);
+    FILE *f = fopen(path, "r");
+    char line[8192];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        uint64_t s = (uint64_t)json_integer_value(json_object_get(o, "seed"));
+        replay_verdict v;
+        if (o && s >= lo && s <= hi &&
+            replay_verdict_parse(json_string_value(json_object_get(o, "verdict")), &v) == 0 &&
+            replay_verdict_is_hit(v) && (!found || s < *seed)) {
+            found = 1;
+            *seed = s;
+            snprintf(verdict, vlen, "%s", replay_verdict_name(v));
+        }
+        json_decref(o);
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* DIR/summary.json for the whole portfolio: runs and hits of all members,
+ * and the runs it took to the first bug in the order they ran (what a
+ * benchmark compares with one policy's runs_to_first_hit). */
+static void write_overall(const replay_config *c, const replay_config *mcs, const chunk_log *l)
+{
+    uint64_t runs = 0, to_first = 0, first_seed = 0;
+    char verdict[32] = "", name[32] = "";
+    int found = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const chunk *ch = &l->v[i];
+        uint64_t s = 0;
+        if (!found && first_bug(&mcs[ch->member], ch->lo, ch->hi, &s, verdict, sizeof verdict)) {
+            found = 1;
+            to_first = runs + (s - ch->lo + 1);
+            first_seed = s;
+            member_name(&members[ch->member], name, sizeof name);
+        }
+        runs += ch->hi - ch->lo + 1;
+    }
+    json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:I}", "policy", "portfolio", "n", (json_int_t)c->n,
+                          "k", (json_int_t)c->k, "points", replay_points_name(c->points), "runs",
+                          (json_int_t)runs);
+    json_object_set_new(o, "runs_to_first_hit",
+                        found ? json_integer((json_int_t)to_first) : json_null());
+    json_object_set_new(o, "first_hit_seed",
+                        found ? json_integer((json_int_t)first_seed) : json_null());
+    json_object_set_new(o, "first_hit_policy", found ? json_string(name) : json_null());
+    json_object_set_new(o, "first_hit_verdict", found ? json_string(verdict) : json_null());
+    char *text = json_dumps(o, JSON_INDENT(2));
+    json_decref(o);
+    char path[PATH_MAX + 32], err[512];
+    snprintf(path, sizeof path, "%s/summary.json", c->out_dir);
+    if (!text || weft_write_atomic(path, text, strlen(text), err, sizeof err))
+        weft_error("%s", text ? err : "out of memory");
+    free(text);
+}
+
 static void print_table(const replay_config *c, const replay_config *mcs, const int *used)
 {
     printf("portfolio: %" PRIu64 " runs over %zu policies, n = %" PRIu64 ", k = %" PRIu64
@@ -71,9 +162,13 @@ static void print_table(const replay_config *c, const replay_config *mcs, const 
         member_name(&members[i], name, sizeof name);
         replay_summary s;
         snprintf(path, sizeof path, "%s/runs.jsonl", mcs[i].out_dir);
-        if (!used[i] || replay_summary_read(path, &s, err, sizeof err)) {
+        if (!used[i]) {
             printf("  %-8s %6s  (not run: depth %" PRIu64 " needs k >= %" PRIu64 ")\n", name, "-",
                    members[i].depth, members[i].depth - 1);
+            continue;
+        }
+        if (replay_summary_read(path, &s, err, sizeof err)) {
+            printf("  %-8s %6s  (no run: the portfolio stopped at the first hit)\n", name, "-");
             continue;
         }
         char ci[64], first[32] = "-";
@@ -111,20 +206,24 @@ int replay_portfolio(replay_config *c)
     /* The budget in chunks: each policy its share of every round. */
     uint64_t per = (c->runs + nused - 1) / (nused ? nused : 1), status = WEFT_EXIT_OK;
     int hit = 0;
+    chunk_log log = {0};
     for (uint64_t done = 0; done < per && !(hit && c->stop_on_hit);) {
         uint64_t chunk = per - done < PORTFOLIO_CHUNK ? per - done : PORTFOLIO_CHUNK;
-        done += chunk;
         for (size_t i = 0; i < NMEMBERS && !(hit && c->stop_on_hit); i++) {
             if (!used[i])
                 continue;
-            mcs[i].runs = done;
+            mcs[i].runs = done + chunk;
             int rc = replay_campaign(&mcs[i]);
             if (rc == 10)
                 hit = 1, status = 10;
             else if (rc != WEFT_EXIT_OK)
                 return rc;
+            log_chunk(&log, i, c->first_seed + done, c->first_seed + done + chunk - 1);
         }
+        done += chunk;
     }
+    write_overall(c, mcs, &log);
+    free(log.v);
     print_table(c, mcs, used);
     if (hit && c->stop_on_hit)
         printf("weft: stopped at the first hit (--stop-on-hit)\n");

@@ -109,7 +109,8 @@ cell() {
     first="$(jq -r '.runs_to_first_hit // empty' "$s")"
     ran="$(jq -r .runs "$s")"
     { [ -n "$first" ] || [ "$ran" -ge "$budget" ]; } && return 0
-    resume=(--resume)
+    # A portfolio cannot resume (its members' chunks interleave): rerun it.
+    if [ "${pol%%:*}" = portfolio ]; then rm -rf "$dir"; else resume=(--resume); fi
   else
     rm -rf "$dir"
   fi
@@ -118,7 +119,7 @@ cell() {
   local -a cmd
   mapfile -t cmd < <(policy_args "$pol")
   cmd=("$weft" replay "${cmd[@]}" --runs "$budget" --jobs "$jobs" --timeout "$timeout" "${stop[@]}"
-    --quiet "${extra[@]}" --out "$dir" "${resume[@]}" -- "$prog" "${args[@]}")
+    --quiet "${extra[@]}" --output "$dir" "${resume[@]}" -- "$prog" "${args[@]}")
   local t0 t1 st
   t0="$(date +%s.%N)"
   set +e
@@ -148,9 +149,9 @@ row() {
   jq -r --arg b "$budget" --arg name "$name" --arg pol "$pol" --arg want "$want" \
     --arg ops "$(field "$name" 6)" \
     --arg wall "$(awk -v b="$budget" '$1 <= b { w += $2 } END { printf "%.1f", w }' "$dir.wall" 2>/dev/null)" \
-    --slurpfile runs <(jq -c 'select(.verdict != "pass") | {seed, verdict}' "$dir/runs.jsonl") '
+    --slurpfile runs <(cat "$dir"/runs.jsonl "$dir"/*/runs.jsonl 2>/dev/null | jq -c 'select(.verdict != "pass") | {seed, verdict}') '
     (.first_hit_seed) as $fs
-    | ([$runs[] | select(.seed == $fs) | .verdict] | first // "") as $v
+    | (.first_hit_verdict // ([$runs[] | select(.seed == $fs) | .verdict] | first) // "") as $v
     | (if .runs_to_first_hit != null and .runs_to_first_hit <= ($b | tonumber) then
          (if $v == $want then "found" else "other" end) else "no" end) as $found
     | [$b, $name, $pol, $found,
