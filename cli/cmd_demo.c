@@ -79,7 +79,8 @@ const cli_command cli_cmd_demo = {
              "A step with nothing to do says so; a guest that crashes, deadlocks or hangs\n"
              "is a finding, not a failure of the demo.\n",
     .footer = "Exit status: 0 when the pipeline ran (whatever it found), 1 if it could not\n"
-              "(no trace, bad program), 2 on a bad command line, 130 if interrupted.\n",
+              "(no trace, bad program), 2 on a bad command line, 130 (SIGINT) or 143\n(SIGTERM) if "
+              "interrupted.\n",
     .opts = demo_options,
     .nopts = sizeof demo_options / sizeof *demo_options,
     .stop_at_operand = 1,

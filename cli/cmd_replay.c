@@ -318,10 +318,11 @@ const cli_command cli_cmd_replay = {
     .about = "Replays PROGRAM (AArch64 Linux) on the ideal platform under a priority\n"
              "scheduler, one seed or a campaign of seeds, and reports each run's verdict:\n"
              "pass, bug (the program's BUG: line), exit, wrong_output, abort, crash,\n"
-             "deadlock (with who waits on what) or timeout (livelock), the hit rate with\n"
+             "deadlock (with who waits on what), livelock or timeout, the hit rate with\n"
              "its 95% interval and the policy's guaranteed bound.\n",
-    .footer = "Exit status: 0 if no run failed, 10 if some run did, 130 if interrupted\n"
-              "(--resume continues), 1 on errors, 2 on a bad command line.\n",
+    .footer = "Exit status: 0 if no run found a bug (a timeout is not one), 10 if some run\n"
+              "did, 130 (SIGINT) or 143 (SIGTERM) if interrupted (--resume continues), 1 on\n"
+              "errors, 2 on a bad command line.\n",
     .opts = replay_options,
     .nopts = sizeof replay_options / sizeof *replay_options,
     .stop_at_operand = 1,

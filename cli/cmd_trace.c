@@ -300,7 +300,8 @@ const cli_command cli_cmd_trace = {
              "1 instruction = cpi cycles, zero-time memory and syscalls, and records every\n"
              "thread's memory events with virtual timestamps.\n",
     .footer = "Exit status: the guest's exit code, 128+N if it died of signal N, 124 if it\n"
-              "timed out, 125 on deadlock, 130 if interrupted; 1 or 2 for weft's own errors.\n",
+              "timed out, 125 on deadlock, 128+N if weft itself got signal N (130 SIGINT, 143\n"
+              "SIGTERM); 1 or 2 for weft's own errors.\n",
     .opts = trace_options,
     .nopts = sizeof trace_options / sizeof *trace_options,
     .stop_at_operand = 1,

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,7 +375,7 @@ int demo_run(demo_opts *o)
     if (!t) {
         if (!ctx.interrupted)
             weft_error("demo: no trace to work on (%s); see %s", err, log);
-        rc = ctx.interrupted ? 130 : WEFT_EXIT_FAIL;
+        rc = ctx.interrupted ? 128 + ctx.interrupted : WEFT_EXIT_FAIL;
         goto out;
     }
     int hung = (weft_trace_get_summary(t)->flags & WEFT_TRACE_TIMED_OUT) || tst == 124;
@@ -396,7 +397,7 @@ int demo_run(demo_opts *o)
     demo_print_log(log, 4, NULL);
 
     if (ctx.interrupted || optimize_and_inject(&ctx, o, trace, &step)) {
-        rc = 130;
+        rc = 128 + (ctx.interrupted ? ctx.interrupted : SIGINT);
         goto out;
     }
     uint64_t runs = o->runs;
@@ -407,7 +408,7 @@ int demo_run(demo_opts *o)
                o->timeout, DEMO_HUNG_RUNS, o->runs);
     }
     if (campaigns(&ctx, o, runs, &step)) {
-        rc = 130;
+        rc = 128 + (ctx.interrupted ? ctx.interrupted : SIGINT);
         goto out;
     }
     header(++step, "weft report: one HTML page");
@@ -420,7 +421,7 @@ int demo_run(demo_opts *o)
     if (!have_report)
         rc = WEFT_EXIT_FAIL;
 out:
-    if (rc == 130)
+    if (rc == 128 + SIGINT || rc == 128 + SIGTERM)
         printf("\nweft: demo interrupted; the outputs so far are in %s/\n", o->dir);
     json_decref(ctx.doc);
     return rc;

@@ -207,8 +207,12 @@ int demo_step(demo_ctx *ctx, const char *name, const demo_cmd *cmd, demo_progres
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (stop_signal || rc == 130 || (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT))
-        ctx->interrupted = 1;
+    if (stop_signal)
+        ctx->interrupted = stop_signal;
+    else if (rc == 128 + SIGINT || rc == 128 + SIGTERM)
+        ctx->interrupted = rc - 128;
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT)
+        ctx->interrupted = SIGINT;
 
     json_t *argv = json_array();
     for (int i = 0; i < cmd->argc; i++)

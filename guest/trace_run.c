@@ -21,8 +21,8 @@ int guest_exit_status(const guest_result *r, uint32_t flags)
         return 128 + r->status;
     case GUEST_TIMED_OUT:
         return GUEST_EXIT_TIMED_OUT;
-    default:
-        return GUEST_EXIT_INTERRUPTED;
+    default: /* the shell's convention: 128 + the signal that stopped weft */
+        return r->status > 0 && r->status < 64 ? 128 + r->status : GUEST_EXIT_INTERRUPTED;
     }
 }
 

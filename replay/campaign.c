@@ -255,6 +255,17 @@ static void progress_show(progress *p)
     }
 }
 
+/* The next seed of the range at or after *cursor that is not done. */
+static uint64_t next_seed(const replay_config *c, const uint64_t *done, size_t ndone,
+                          uint64_t *cursor)
+{
+    for (;;) {
+        uint64_t s = c->first_seed + (*cursor)++;
+        if (!done || !bsearch(&s, done, ndone, sizeof *done, cmp_u64))
+            return s;
+    }
+}
+
 int replay_campaign(replay_config *c)
 {
     char runs_path[PATH_MAX + 32], tmp_dir[PATH_MAX + 16], err[512];
@@ -277,19 +288,12 @@ int replay_campaign(replay_config *c)
         free(done);
         return WEFT_EXIT_FAIL;
     }
-    uint64_t *todo = malloc((c->runs ? c->runs : 1) * sizeof *todo);
-    uint64_t ntodo = 0;
-    for (uint64_t i = 0; todo && i < c->runs; i++) {
-        uint64_t s = c->first_seed + i;
-        if (!done || !bsearch(&s, done, ndone, sizeof *done, cmp_u64))
-            todo[ntodo++] = s;
-    }
-    free(done);
-    if (!todo) {
-        close(fd);
-        weft_error("out of memory");
-        return WEFT_EXIT_FAIL;
-    }
+    /* The seeds to run are the range minus the done ones, taken one at a
+     * time: no list as long as --runs (which may be 2^40). */
+    uint64_t ndone_here = 0;
+    for (size_t i = 0; i < ndone; i++)
+        ndone_here += done[i] >= c->first_seed && done[i] - c->first_seed < c->runs;
+    uint64_t ntodo = c->runs - ndone_here, cursor = 0;
     unsigned jobs = c->jobs;
     if (jobs > ntodo)
         jobs = ntodo ? (unsigned)ntodo : 1;
@@ -322,6 +326,7 @@ int replay_campaign(replay_config *c)
             while (pids[slot])
                 slot++;
             fflush(NULL);
+            uint64_t seed = next_seed(c, done, ndone, &cursor);
             pid_t pid = fork();
             if (pid < 0) {
                 weft_error("fork: %s", strerror(errno));
@@ -329,9 +334,10 @@ int replay_campaign(replay_config *c)
                 break;
             }
             if (pid == 0)
-                worker(c, todo[next], fd, tmp_dir);
+                worker(c, seed, fd, tmp_dir);
             pids[slot] = pid;
-            pid_seed[slot] = todo[next++];
+            pid_seed[slot] = seed;
+            next++;
             active++;
         }
         if (!active)
@@ -385,7 +391,7 @@ int replay_campaign(replay_config *c)
     sigaction(SIGTERM, &old_term, NULL);
     free(pids);
     free(pid_seed);
-    free(todo);
+    free(done);
     double wall = weft_now_s() - pg.t0;
     if (fsync(fd) != 0 && errno != EINVAL)
         weft_error("%s: %s", runs_path, strerror(errno));
@@ -415,7 +421,7 @@ int replay_campaign(replay_config *c)
         printf("weft: interrupted (%s): %" PRIu64 " of %" PRIu64
                " runs finished this time; the same command with --resume runs the rest\n",
                strsignal(stop_signal), finished, ntodo);
-        return 130;
+        return 128 + stop_signal;
     }
     if (error)
         return WEFT_EXIT_FAIL;

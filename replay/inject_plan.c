@@ -421,6 +421,12 @@ int replay_inject(const replay_inject_opts *o)
         weft_error("%s", err);
         return WEFT_EXIT_FAIL;
     }
+    if (c.plan.ninjections == 0) {
+        /* Said before anything runs: there is nothing to compare. */
+        weft_error("%s: injections: the plan has none, nothing to inject", o->plan_path);
+        optimizer_plan_free(&c.plan);
+        return WEFT_EXIT_FAIL;
+    }
     int rc = WEFT_EXIT_FAIL;
     if (o->argc > 0) {
         c.run.binary = o->argv[0];

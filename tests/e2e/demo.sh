@@ -86,7 +86,7 @@ set +e
 wait "$pid"
 st=$?
 set -e
-check "SIGTERM: status 130 (got $st)" test "$st" = 130
+check "SIGTERM: status 143 (got $st)" test "$st" = 143
 check "SIGTERM: says so" grep -q "demo interrupted" "$work/t.log"
 check "SIGTERM: the campaign kept its finished runs" test "$(wc -l <"$work/t/replay-pct/runs.jsonl")" -ge 3
 check "SIGTERM: no qemu left behind" bash -c "! pgrep -f 'qemu-aarch6[4].*$work/t/' >/dev/null"

@@ -229,6 +229,10 @@ expect "plan: wrong type" 1 'weft: types.json: injections[0].delay_ns: must be a
 sed 's/"delay_ns": [0-9]*/"delay_ns": -5/' lu.json >neg.json
 expect "plan: negative delay" 1 'weft: neg.json: injections[0].delay_ns: must be a non-negative integer' \
   "$WEFT" inject neg.json
+jq '.injections = []' lu.json >none.json
+expect "plan: no injections" 1 'weft: none.json: injections: the plan has none, nothing to inject' \
+  "$WEFT" inject none.json
+check "plan: no injections: nothing ran" test -z "$(cat "$work/out")"
 sed 's/"version": 1/"version": 2/' lu.json >v2.json
 expect "plan: newer version" 1 'weft: v2.json: version: unsupported version 2 (this weft reads 1)' \
   "$WEFT" inject v2.json

@@ -60,7 +60,7 @@ for mode in free exact; do
 done
 
 # kill -TERM to weft while the guest runs: weft kills the guest, keeps what
-# was recorded as a readable (truncated) trace and exits 130.
+# was recorded as a readable (truncated) trace and exits 143 (128 + SIGTERM).
 timeout -s KILL 60 "$WEFT" trace --timeout 50 -o "$work/term.wtr" -- "$WEFT_FIXTURES/fail_signal" 1 \
   >"$work/out" 2>"$work/err" &
 pid=$!
@@ -70,7 +70,7 @@ set +e
 wait "$pid"
 st=$?
 set -e
-check "kill -TERM weft: status 130 (got $st)" test "$st" = 130
+check "kill -TERM weft: status 143 (got $st)" test "$st" = 143
 check "kill -TERM weft: says so" grep -q 'interrupted by signal 15; guest killed' "$work/out"
 trace_ok "kill -TERM weft" "$work/term.wtr" truncated 3
 rm -f "$work/term.wtr"

@@ -65,7 +65,7 @@ interrupt() {
   sleep 0.3
   kill -"$sig" "$pid"
   finish_bg "$pid" "$pid_timer"
-  check "$name: exit 130 (got $st)" test "$st" = 130
+  check "$name: exit 128+$num (got $st)" test "$st" = $((128 + num))
   check "$name: ends within 20 s of the signal (took ${took}s)" awk -v t="$took" 'BEGIN { exit !(t < 20) }'
   check "$name: says so" grep -qx "weft: interrupted by signal $num; guest killed" "$work/out"
   check "$name: no qemu left" no_qemu
@@ -112,7 +112,7 @@ kill -INT "$pid"
 sleep 0.2
 kill -TERM "$pid" 2>/dev/null || true
 finish_bg "$pid" "$pid_timer"
-check "signal twice: exit 130 (got $st)" test "$st" = 130
+check "signal twice: exit 130, the first signal's (got $st)" test "$st" = 130
 check "signal twice: no qemu left" no_qemu
 check "signal twice: the trace reads" bash -c "'$WEFT' info '$work/twice.wtr' >/dev/null"
 check "signal twice: no spool or temporary file left" test "$(ls "$work" | grep -c '^twice\.wtr\.')" = 0

@@ -24,7 +24,7 @@ typedef struct demo_ctx {
     json_t *steps;   /* demo.json "steps" */
     json_t *doc;     /* demo.json */
     int nstep, tty;
-    int interrupted;
+    int interrupted; /* the signal that stopped the demo, or 0 */
 } demo_ctx;
 
 /* A step being built: its argv (argv[0] = "weft"). */
@@ -48,7 +48,7 @@ typedef enum demo_progress { DEMO_PROGRESS_TIME, DEMO_PROGRESS_RUNS } demo_progr
 /* Run `weft ARGS` with stdout and stderr in DIR/logs/NN-name.log, showing
  * progress (for DEMO_PROGRESS_RUNS: lines of runs_path out of total), and
  * record the step in demo.json. Returns the child's exit status, 128+signal,
- * or -1 if it could not start. Sets ctx->interrupted on SIGINT/SIGTERM. */
+  * or -1 if it could not start. Sets ctx->interrupted to the signal on SIGINT/SIGTERM. */
 int demo_step(demo_ctx *ctx, const char *name, const demo_cmd *cmd, demo_progress kind,
               const char *runs_path, uint64_t total, char *log_path, size_t log_len);
 
@@ -79,7 +79,7 @@ typedef struct demo_opts {
  * neither exists, the installed path, for the error to name. */
 const char *demo_fixture_path(const char *name);
 /* Run every step, print the summary and write the report. Returns weft's
- * exit status (130 if interrupted). */
+ * exit status (128 + the signal if interrupted). */
 int demo_run(demo_opts *o);
 
 #endif

@@ -97,7 +97,7 @@ int guest_trace_run_speculative(const guest_run *run, const char *trace_path, gu
 /* Exit statuses of a traced run as weft trace returns them. */
 #define GUEST_EXIT_TIMED_OUT 124
 #define GUEST_EXIT_DEADLOCK 125
-#define GUEST_EXIT_INTERRUPTED 130
+#define GUEST_EXIT_INTERRUPTED 130 /* SIGINT; 128 + the signal in general */
 /* weft trace's exit status for a run's outcome. */
 int guest_exit_status(const guest_result *r, uint32_t trace_flags);
 
