@@ -302,12 +302,21 @@ static void gb_str(growbuf *b, const char *s)
     gb_bytes(b, s, n);
 }
 
-size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint8_t **out)
+int trc_zstd_level(void)
+{
+    const char *e = getenv("WEFT_TRACE_ZSTD_LEVEL");
+    char *end;
+    long l = e && *e ? strtol(e, &end, 10) : -1;
+    return l >= 0 && l <= 19 && *end == 0 ? (int)l : TRC_ZSTD_LEVEL_DEFAULT;
+}
+
+size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint32_t version,
+                         uint32_t zstd_level, uint8_t **out)
 {
     growbuf b = {0};
     const weft_trace_settings *s = &m->settings;
     gb_bytes(&b, magic, 8);
-    gb_u32(&b, WEFT_TRACE_VERSION);
+    gb_u32(&b, version);
     gb_u32(&b, 0); /* header_len, patched below */
     gb_u32(&b, s->mode);
     gb_u32(&b, s->cpi);
@@ -332,6 +341,10 @@ size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint8_t 
     gb_u32(&b, m->argc);
     for (uint32_t i = 0; i < m->argc; i++)
         gb_str(&b, m->argv ? m->argv[i] : NULL);
+    if (version >= 2) {
+        gb_u32(&b, s->record ? s->record & WEFT_RECORD_ALL : WEFT_RECORD_ALL);
+        gb_u32(&b, zstd_level);
+    }
     uint8_t *crcp = gb_room(&b, 4);
     if (b.oom || b.n > UINT32_MAX || !crcp) {
         free(b.p);
@@ -440,6 +453,17 @@ int trc_header_parse(const uint8_t *buf, size_t len, weft_trace_meta *m, char *w
     for (uint32_t i = 0; i < argc && !c.bad; i++) {
         m->argv[i] = cur_str(&c);
         m->argc = i + 1;
+    }
+    m->version = get_u32(buf + 8);
+    s->record = WEFT_RECORD_ALL;
+    if (m->version >= 2) {
+        s->record = cur_u32(&c);
+        m->zstd_level = cur_u32(&c);
+        if (!c.bad && (s->record == 0 || s->record & ~WEFT_RECORD_ALL)) {
+            trc_seterr(why, whylen, "corrupt header (recorded events 0x%x)", s->record);
+            trc_meta_free(m);
+            return -1;
+        }
     }
     if (c.bad || c.p != c.end) {
         trc_seterr(why, whylen, "corrupt header (fields do not match its length)");

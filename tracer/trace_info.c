@@ -183,7 +183,7 @@ static void print_header(weft_trace *t, FILE *out)
     const weft_trace_summary *s = weft_trace_get_summary(t);
     const weft_trace_settings *st = &m->settings;
     fprintf(out, "trace          %s (format %d, %" PRIu64 " events)\n", weft_trace_path(t),
-            WEFT_TRACE_VERSION, weft_trace_event_count(t));
+            (int)m->version, weft_trace_event_count(t));
     fprintf(out, "binary         %s", m->binary_path);
     if (m->build_id_len) {
         fprintf(out, " (build-id ");

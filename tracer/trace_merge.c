@@ -337,13 +337,14 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }
-    size_t hlen = trc_header_encode(meta, TRC_MAGIC, &hdr);
+    int level = trc_zstd_level();
+    size_t hlen = trc_header_encode(meta, TRC_MAGIC, level ? 2 : 1, (uint32_t)level, &hdr);
     if (!hlen) {
         trc_seterr(err, errlen, "%s: trace header too large", path);
         goto out;
     }
     trc_out_write(&o, hdr, hlen);
-    if (block_out_start(&b, &o, nt) < 0) {
+    if (block_out_start(&b, &o, nt, level) < 0) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }

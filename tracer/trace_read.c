@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #define HEADER_MAX (1u << 24)
 
@@ -30,6 +31,13 @@ struct weft_trace {
     size_t blk_cap;
     trc_delta d;
     uint64_t *seq; /* per thread */
+    /* version 2: the current frame, decoded one event at a time */
+    trc_frame fr;
+    uint8_t *raw;
+    size_t raw_cap;
+    uint32_t fleft; /* events of the frame not yet decoded */
+    uint64_t foff;  /* its offset, for messages */
+    ZSTD_DCtx *zd;
     uint64_t last_time;
     uint32_t last_thread;
     bool any, failed;
@@ -42,6 +50,9 @@ static void trace_free(weft_trace *t)
         close(t->fd);
     trc_meta_free(&t->meta);
     trc_delta_free(&t->d);
+    trc_frame_free(&t->fr);
+    ZSTD_freeDCtx(t->zd);
+    free(t->raw);
     free(t->summary.threads);
     free(t->ev);
     free(t->blk);
@@ -126,10 +137,47 @@ static int parse_footer(weft_trace *t, const uint8_t *f, size_t len, char *why, 
     return 0;
 }
 
+/* Version 2: the frames' headers, as for blocks below. */
+static int check_frames(weft_trace *t, char *why, size_t wl)
+{
+    uint64_t off = t->header_len, events = 0, frames = 0;
+    while (off < t->footer_off) {
+        uint8_t h[FRAME_HDR_SIZE];
+        if (off + FRAME_HDR_SIZE > t->footer_off || read_at(t, h, sizeof h, off) < 0) {
+            trc_seterr(why, wl, "corrupt block at offset %llu (cut short)",
+                       (unsigned long long)off);
+            return -1;
+        }
+        uint32_t count = get_u32(h + 4), raw = get_u32(h + 8), len = get_u32(h + 12);
+        if (get_u32(h) != FRAME_MAGIC) {
+            trc_seterr(why, wl, "corrupt block at offset %llu (bad magic)",
+                       (unsigned long long)off);
+            return -1;
+        }
+        if (count == 0 || count > FRAME_MAX_EVENTS || raw > FRAME_RAW_MAX(count) ||
+            len > ZSTD_compressBound(raw) || off + FRAME_HDR_SIZE + len > t->footer_off) {
+            trc_seterr(why, wl, "corrupt block at offset %llu (bad length)",
+                       (unsigned long long)off);
+            return -1;
+        }
+        off += FRAME_HDR_SIZE + (uint64_t)len;
+        events += count;
+        frames++;
+    }
+    if (events != t->nevents || frames != t->nblocks) {
+        trc_seterr(why, wl, "corrupt (frames hold %llu events, footer says %llu)",
+                   (unsigned long long)events, (unsigned long long)t->nevents);
+        return -1;
+    }
+    return 0;
+}
+
 /* Walk the block headers once so that a damaged or cut block chain is
  * reported at open, not halfway through an analysis. */
 static int check_blocks(weft_trace *t, char *why, size_t wl)
 {
+    if (t->meta.version >= 2)
+        return check_frames(t, why, wl);
     uint64_t off = t->header_len, events = 0, blocks = 0;
     while (off < t->footer_off) {
         uint8_t h[BLOCK_HDR_SIZE];
@@ -247,7 +295,9 @@ weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
     if (fr < 0 || check_blocks(t, why, sizeof why) < 0)
         return open_fail(t, err, errlen, "%s", why);
 
-    if (trc_delta_init(&t->d, t->summary.nthreads, false) < 0)
+    if (t->meta.version >= 2
+            ? trc_frame_init(&t->fr, t->summary.nthreads) < 0 || !(t->zd = ZSTD_createDCtx())
+            : trc_delta_init(&t->d, t->summary.nthreads, false) < 0)
         return open_fail(t, err, errlen, "out of memory");
     weft_trace_rewind(t);
     return t;
@@ -259,6 +309,67 @@ static int next_fail(weft_trace *t, uint64_t off, const char *what)
              (unsigned long long)off, what);
     t->failed = true;
     return -1;
+}
+
+static int grow_buf(uint8_t **b, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    uint8_t *n = realloc(*b, need ? need : 1);
+    if (!n)
+        return -1;
+    *b = n;
+    *cap = need;
+    return 0;
+}
+
+/* Version 2: read, check and decompress the next frame; its events are
+ * then decoded one at a time by weft_trace_next. */
+static int load_frame(weft_trace *t)
+{
+    uint64_t off = t->off;
+    uint8_t h[FRAME_HDR_SIZE];
+    if (read_at(t, h, sizeof h, off) < 0)
+        return next_fail(t, off, "cannot read header");
+    uint32_t count = get_u32(h + 4), raw = get_u32(h + 8), len = get_u32(h + 12);
+    /* Re-check: the file may have changed since open. */
+    if (get_u32(h) != FRAME_MAGIC || count == 0 || count > FRAME_MAX_EVENTS ||
+        raw > FRAME_RAW_MAX(count) || len > ZSTD_compressBound(raw) ||
+        off + FRAME_HDR_SIZE + len > t->footer_off)
+        return next_fail(t, off, "bad header");
+    if (grow_buf(&t->blk, &t->blk_cap, len) < 0 || grow_buf(&t->raw, &t->raw_cap, raw) < 0)
+        return next_fail(t, off, "out of memory");
+    if (read_at(t, t->blk, len, off + FRAME_HDR_SIZE) < 0)
+        return next_fail(t, off, "cut short");
+    if (trc_crc32(trc_crc32(0, h, 24), t->blk, len) != get_u32(h + 24))
+        return next_fail(t, off, "checksum mismatch");
+    size_t got = ZSTD_decompressDCtx(t->zd, t->raw, raw, t->blk, len);
+    if (ZSTD_isError(got) || got != raw)
+        return next_fail(t, off, "does not decompress");
+    const char *why;
+    if (trc_frame_open(&t->fr, t->raw, raw, get_u64(h + 16), &why) < 0)
+        return next_fail(t, off, why);
+    t->fleft = count;
+    t->foff = off;
+    t->off = off + FRAME_HDR_SIZE + len;
+    return 0;
+}
+
+/* Version 2: the next event of the current frame, checked like a block's. */
+static int frame_next(weft_trace *t, weft_event *ev)
+{
+    const char *why;
+    if (trc_frame_get(&t->fr, ev, &why) < 0)
+        return next_fail(t, t->foff, why);
+    if (t->any &&
+        (ev->time < t->last_time || (ev->time == t->last_time && ev->thread < t->last_thread)))
+        return next_fail(t, t->foff, "events out of order");
+    t->any = true;
+    t->last_time = ev->time;
+    t->last_thread = ev->thread;
+    if (--t->fleft == 0 && trc_frame_done(&t->fr, &why) < 0)
+        return next_fail(t, t->foff, why);
+    return 0;
 }
 
 static int load_block(weft_trace *t)
@@ -319,6 +430,16 @@ int weft_trace_next(weft_trace *t, weft_event *ev)
 {
     if (t->failed)
         return -1;
+    if (t->meta.version >= 2) {
+        if (t->fleft == 0 && t->off < t->footer_off && load_frame(t) < 0)
+            return -1;
+        if (t->fleft) {
+            if (frame_next(t, ev) < 0)
+                return -1;
+            ev->seq = t->seq[ev->thread]++;
+            return 1;
+        }
+    }
     while (t->pos == t->nev) {
         if (t->off >= t->footer_off) {
             /* The footer's per-thread counts are what plans are checked
@@ -347,6 +468,7 @@ void weft_trace_rewind(weft_trace *t)
 {
     t->off = t->header_len;
     t->nev = t->pos = 0;
+    t->fleft = 0;
     t->any = false;
     t->failed = false;
     t->err[0] = 0;

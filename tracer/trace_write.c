@@ -76,7 +76,7 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
     }
     /* The spool starts with the meta so that salvage needs nothing else. */
     uint8_t *hdr;
-    size_t hlen = trc_header_encode(&w->meta, SPOOL_MAGIC, &hdr);
+    size_t hlen = trc_header_encode(&w->meta, SPOOL_MAGIC, WEFT_TRACE_VERSION, 0, &hdr);
     if (!hlen) {
         trc_seterr(err, errlen, "%s: trace header too large", path);
         unlink(w->spool_path);

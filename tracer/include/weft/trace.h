@@ -16,7 +16,9 @@
 extern "C" {
 #endif
 
-#define WEFT_TRACE_VERSION 1
+/* Version 2: events in zstd-compressed frames, the recorded event classes
+ * in the header, FAULT events. Readers accept versions 1 and 2. */
+#define WEFT_TRACE_VERSION 2
 
 typedef enum weft_event_kind {
     WEFT_EV_READ = 0,
@@ -29,13 +31,18 @@ typedef enum weft_event_kind {
     WEFT_EV_FUTEX_WAKE = 6, /* addr = futex word; size field unused */
     WEFT_EV_SYSCALL = 7,    /* addr = syscall number */
     WEFT_EV_DELAY = 8,      /* addr = injected delay in virtual ns */
+    /* A memory access that faulted and killed the guest (it did not happen):
+     * addr = the faulting address, flags WEFT_EVF_FAULT_WRITE if a store.
+     * Recovered from a crashed run; the thread's last event. */
+    WEFT_EV_FAULT = 9,
     WEFT_EV_KIND_COUNT
 } weft_event_kind;
 
 /* Event flags. */
-#define WEFT_EVF_EXCLUSIVE 0x1u /* load/store-exclusive */
-#define WEFT_EVF_ATOMIC 0x2u    /* LSE atomic or CAS */
-#define WEFT_EVF_STACK 0x4u     /* access to the thread's own stack (only kept with filter=all) */
+#define WEFT_EVF_EXCLUSIVE 0x1u   /* load/store-exclusive */
+#define WEFT_EVF_ATOMIC 0x2u      /* LSE atomic or CAS */
+#define WEFT_EVF_STACK 0x4u       /* access to the thread's own stack (only kept with filter=all) */
+#define WEFT_EVF_FAULT_WRITE 0x8u /* FAULT: the faulting access was a store */
 
 typedef struct weft_event {
     uint64_t time;   /* virtual ns at which the event happened */
@@ -57,6 +64,14 @@ typedef enum weft_trace_filter {
 
 #define WEFT_TRACE_MAX_RANGES 16
 
+/* Event classes a trace records (weft trace --record). Dropped at the
+ * source: a trace without plain reads cannot show read-write races, one
+ * without plain writes has nothing for the optimizer to align. */
+#define WEFT_RECORD_READS 0x1u  /* plain loads */
+#define WEFT_RECORD_WRITES 0x2u /* plain stores */
+#define WEFT_RECORD_SYNC 0x4u   /* atomics, exclusives, acquire/release, syscalls, threads */
+#define WEFT_RECORD_ALL 0x7u
+
 typedef struct weft_trace_settings {
     uint32_t mode;         /* weft_trace_mode */
     uint32_t cpi;          /* cycles per instruction */
@@ -67,6 +82,7 @@ typedef struct weft_trace_settings {
     uint64_t range_lo[WEFT_TRACE_MAX_RANGES], range_hi[WEFT_TRACE_MAX_RANGES]; /* [lo, hi) */
     char policy[32]; /* scheduling policy name, "ideal" when tracing */
     uint64_t seed;   /* policy seed (0 for ideal) */
+    uint32_t record; /* WEFT_RECORD_*: what was recorded (version 1 traces: all) */
 } weft_trace_settings;
 
 typedef struct weft_trace_meta {
@@ -75,7 +91,9 @@ typedef struct weft_trace_meta {
     uint8_t build_id[64]; /* GNU build-id note of the binary, may be empty */
     uint32_t build_id_len;
     uint32_t argc;
-    char **argv; /* argv[0..argc) of the guest */
+    char **argv;         /* argv[0..argc) of the guest */
+    uint32_t version;    /* set by the reader: the file's format version */
+    uint32_t zstd_level; /* set by the reader: compression level (0: none, version 1) */
 } weft_trace_meta;
 
 /* Thread table entry, one per guest thread in creation order. */
@@ -97,6 +115,7 @@ typedef struct weft_trace_thread {
 #define WEFT_TRACE_CRASHED 0x4u   /* the guest was killed by a signal */
 #define WEFT_TRACE_TIMED_OUT 0x8u /* weft killed the guest at its time limit */
 #define WEFT_TRACE_DEADLOCK 0x10u /* no thread could advance while some were blocked */
+#define WEFT_TRACE_STOPPED 0x20u  /* weft stopped the run: trace size limit or disk nearly full */
 
 typedef struct weft_trace_summary {
     uint32_t flags;         /* WEFT_TRACE_* */
