@@ -173,6 +173,20 @@ size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n)
     return (size_t)(p - out);
 }
 
+size_t trc_chunk_build(uint8_t *out, uint32_t thread, const weft_event *ev, size_t n)
+{
+    /* The thread is the caller's, whatever the events say: chunk records
+     * do not store it. */
+    uint32_t plen = (uint32_t)trc_chunk_encode(out + CHUNK_HDR_SIZE, ev, n);
+    put_u32(out, CHUNK_MAGIC);
+    put_u32(out + 4, thread);
+    put_u32(out + 8, (uint32_t)n);
+    put_u32(out + 12, plen);
+    put_u64(out + 16, ev[0].time);
+    put_u32(out + 24, trc_crc32(trc_crc32(0, out, 24), out + CHUNK_HDR_SIZE, plen));
+    return CHUNK_HDR_SIZE + plen;
+}
+
 int trc_chunk_decode(trc_chunk_state *s, const uint8_t **pp, const uint8_t *end, trc_rec *out,
                      uint32_t n, const char **why)
 {

@@ -6,6 +6,7 @@
 
 #include "weft/trace.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -265,6 +266,15 @@ int trc_frame_open(trc_frame *f, const uint8_t *raw, size_t raw_len, uint64_t ba
 int trc_frame_get(trc_frame *f, weft_event *ev, const char **why);
 int trc_frame_done(const trc_frame *f, const char **why);
 
+/* A whole spool chunk (header and records) of n <= BLOCK_EVENTS events of
+ * one thread into out (room for CHUNK_HDR_SIZE + n * REC_MAX); returns its
+ * length. */
+size_t trc_chunk_build(uint8_t *out, uint32_t thread, const weft_event *ev, size_t n);
+
+/* The record a writer that stopped appends to its spool, for salvage. */
+#define STOP_MAGIC 0x50545357u /* "WSTP" little-endian */
+#define STOP_SIZE 16           /* magic, reason, crc of the first 8 bytes, 0 */
+
 /* ---- header (trace and spool share it, only the magic differs) ---- */
 /* Encode meta into a malloc'd buffer as format `version` (1 or 2; the
  * level is recorded from 2 on); returns its length or 0 on overflow. */
@@ -332,6 +342,29 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
                        const weft_trace_meta *meta, const trc_spool_index *ix,
                        const weft_trace_summary *summary, uint32_t add_flags, bool salvage,
                        int32_t exit_status, char *err, size_t errlen);
+
+/* ---- live buffers (trace_live.c) ---- */
+typedef struct trc_live {
+    int fd;
+    uint8_t *map;
+    size_t size;
+    char *path;
+    uint8_t *ready; /* per slot: disk space reserved */
+    pthread_mutex_t lock;
+    bool inited; /* lock initialized */
+} trc_live;
+
+/* Create `path`.live beside the spool (identified by spool_fd); on failure
+ * the writer goes on without (l->map NULL). */
+void trc_live_open(trc_live *l, const char *path, int spool_fd);
+weft_trace_buf *trc_live_slot(trc_live *l, unsigned slot);
+void trc_live_close(trc_live *l, bool remove);
+/* Salvage: append the events still in `path`.live's buffers to the spool
+ * as chunks from *end on (advancing it), and index them; the fault note
+ * too if exit_status says the run died of it. Returns 0 or -1 (I/O). */
+int trc_live_salvage(const char *path, int spool_fd, trc_spool_index *ix, uint64_t *end,
+                     int32_t exit_status);
+void trc_live_unlink(const char *path);
 
 /* ---- address-keyed hash map (trace_addrmap.c) ---- */
 typedef struct trc_addrmap {

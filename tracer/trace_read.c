@@ -564,6 +564,7 @@ static const char *const kind_names[WEFT_EV_KIND_COUNT] = {
     [WEFT_EV_FUTEX_WAKE] = "futex_wake",
     [WEFT_EV_SYSCALL] = "syscall",
     [WEFT_EV_DELAY] = "delay",
+    [WEFT_EV_FAULT] = "fault",
 };
 
 const char *weft_event_kind_name(uint8_t kind)

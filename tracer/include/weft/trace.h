@@ -142,9 +142,11 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
 /* Append n events of one thread, in that thread's order. Thread-safe:
  * different threads may append concurrently (one caller per guest thread at
  * a time). seq and thread fields of the events are ignored (the reader numbers
- * events per thread). A thread's times must not decrease. Returns 0, or -1 on
- * I/O error or invalid events; the first error is kept and reported by
- * finish. No append may run concurrently with finish or abort. */
+ * events per thread). A thread's times must not decrease. Returns 0; 1 if
+ * the writer has stopped at a limit (weft_trace_writer_set_limits: nothing
+ * written); or -1 on I/O error or invalid events, the first error being
+ * kept and reported by finish. No append may run concurrently with finish
+ * or abort. */
 int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_event *events,
                              size_t n);
 
@@ -156,12 +158,63 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
 int weft_trace_writer_finish(weft_trace_writer *w, const weft_trace_summary *summary, char *err,
                              size_t errlen);
 
+/* ---- crash-proof event buffers ----
+ * A recording thread gathers events in a buffer before appending them. The
+ * writer keeps these buffers in a shared file mapping (`path`.live) so that
+ * when the process dies without running any exit code (qemu kills itself
+ * on a guest's fatal signal, or is killed at a time limit) the events not
+ * yet appended are still in the file for weft_trace_salvage. */
+#define WEFT_TRACE_BUF_EVENTS 4096
+#define WEFT_TRACE_BUF_SLOTS 4096
+
+typedef struct weft_trace_buf {
+    uint32_t n;      /* events in ev[]: store it (release) after writing ev[n-1] */
+    uint32_t thread; /* whose events; UINT32_MAX: none */
+    uint64_t base;   /* the thread's events appended to the writer before ev[0] */
+    /* A faulting access noted by a signal handler: salvage adds it as the
+     * thread's last event if the run died of SIGSEGV or SIGBUS and the
+     * thread recorded nothing after it (fault_events == base + n). */
+    uint64_t fault_seq; /* 0: none; the latest note of all threads wins */
+    uint64_t fault_events;
+    weft_event fault;
+    uint8_t reserved[56];
+    weft_event ev[WEFT_TRACE_BUF_EVENTS];
+} weft_trace_buf;
+
+/* The buffer of `slot` (< WEFT_TRACE_BUF_SLOTS), the same each time, with
+ * its disk space reserved; NULL if it cannot be had (disk full, no
+ * mapping): use private memory then, which a crash loses. Thread-safe. */
+weft_trace_buf *weft_trace_writer_buf(weft_trace_writer *w, unsigned slot);
+
+/* Append b's events as thread b->thread's and empty it, in the order
+ * salvage relies on. Returns as weft_trace_writer_append. */
+int weft_trace_writer_append_buf(weft_trace_writer *w, weft_trace_buf *b);
+
+/* Why a writer stopped accepting events. */
+#define WEFT_TRACE_STOP_SIZE 1 /* the spool reached its size limit */
+#define WEFT_TRACE_STOP_DISK 2 /* the file system was nearly full */
+
+/* Stop accepting events once the spool would grow past max_bytes (0: no
+ * limit), or once the file system holding it has less than min_free bytes
+ * free (checked at the next append and about every 64 MiB written; 0:
+ * never). From
+ * then on every append returns 1 without writing anything, the spool is
+ * left whole for salvage, which flags the trace WEFT_TRACE_STOPPED. */
+void weft_trace_writer_set_limits(weft_trace_writer *w, uint64_t max_bytes, uint64_t min_free);
+/* 0, or WEFT_TRACE_STOP_* once the writer stopped; *free_bytes (if not
+ * NULL) gets the free space last seen. */
+int weft_trace_writer_stopped(weft_trace_writer *w, uint64_t *free_bytes);
+
 /* Drop the writer and its spool without producing a trace. */
 void weft_trace_writer_abort(weft_trace_writer *w);
 
 /* Turn the spool left by a run that never finished into a readable trace at
- * `path`, flagged WEFT_TRACE_TRUNCATED plus `extra_flags`, with the thread
- * table rebuilt from the events. Returns 0 or -1 (err). */
+ * `path`, flagged WEFT_TRACE_TRUNCATED plus `extra_flags` (plus
+ * WEFT_TRACE_STOPPED if the writer had stopped), with the thread table
+ * rebuilt from the events. The events still in the threads' buffers
+ * (`path`.live) are added, and for a run that died of SIGSEGV or SIGBUS
+ * (exit_status -11 or -7) the faulting access noted there. Returns 0 or -1
+ * (err). */
 int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_status, char *err,
                        size_t errlen);
 
