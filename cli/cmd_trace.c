@@ -37,10 +37,18 @@ static void trace_usage(FILE *out)
             "      --max-threads N    PE pool size (default 512)\n"
             "      --max-events N     stop recording after about N events (the guest runs\n"
             "                         on; the trace is marked truncated; default: no limit)\n"
+            "      --max-trace-size S stop the run when its events take S bytes on disk\n"
+            "                         (K, M, G suffixes; default 4G; 0: no limit); the run\n"
+            "                         also stops when the disk is nearly full; the trace is\n"
+            "                         kept, marked truncated\n"
+            "      --record WHAT      all (default); sync: atomics, syscalls and threads\n"
+            "                         only; sync+writes: and plain writes (enough for\n"
+            "                         weft optimize, not for read-write races)\n"
             "  -q, --quiet            print only errors\n"
             "  -h, --help             this help\n\n"
             "Exit status: the guest's exit code, 128+N if it died of signal N, 124 if it\n"
-            "timed out, 125 on deadlock, 130 if interrupted; 1 or 2 for weft's own errors.\n");
+            "timed out or was stopped at a trace limit, 125 on deadlock, 130 if interrupted;\n"
+            "1 or 2 for weft's own errors.\n");
 }
 
 typedef struct trace_opts {
@@ -88,6 +96,28 @@ static int add_var_filter(trace_opts *o, const char *binary, const char *name)
     char range[64];
     snprintf(range, sizeof range, "%" PRIx64 "-%" PRIx64, addr, addr + (size ? size : 1));
     return add_arg(o, "range=%s", range);
+}
+
+/* "4G", "500M", "64k", "1000": bytes, binary suffixes; -1 if malformed. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || s[0] == '-')
+        return -1;
+    unsigned shift = 0;
+    if (*end && !end[1]) {
+        const char *u = strchr("kKmMgGtT", *end);
+        if (!u)
+            return -1;
+        shift = 10 * (unsigned)(1 + (u - "kKmMgGtT") / 2);
+        end++;
+    }
+    if (*end || (shift && v > (UINT64_MAX >> shift)))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
 }
 
 /* Refuse an output path the trace could never be renamed to before running
@@ -155,6 +185,8 @@ int cmd_trace(int argc, char **argv)
                                          {"timeout", required_argument, 0, 't'},
                                          {"max-threads", required_argument, 0, 'M'},
                                          {"max-events", required_argument, 0, 'E'},
+                                         {"max-trace-size", required_argument, 0, 'Z'},
+                                         {"record", required_argument, 0, 'R'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
@@ -203,6 +235,26 @@ int cmd_trace(int argc, char **argv)
         case 'E':
             if (cli_parse_u64("--max-events", optarg, 1, UINT64_MAX, &x) ||
                 add_arg(&o, "maxev=%s", optarg))
+                return WEFT_EXIT_USAGE;
+            break;
+        case 'Z':
+            if (parse_size(optarg, &x) < 0) {
+                cli_error("--max-trace-size: expected a size like 500M or 4G (0: no limit), got "
+                          "'%s'",
+                          optarg);
+                return WEFT_EXIT_USAGE;
+            }
+            char num[32];
+            snprintf(num, sizeof num, "%" PRIu64, x);
+            if (add_arg(&o, "maxsize=%s", num))
+                return WEFT_EXIT_USAGE;
+            break;
+        case 'R':
+            if (strcmp(optarg, "all") && strcmp(optarg, "sync") && strcmp(optarg, "sync+writes")) {
+                cli_error("--record: expected all, sync or sync+writes, got '%s'", optarg);
+                return WEFT_EXIT_USAGE;
+            }
+            if (add_arg(&o, "record=%s", optarg))
                 return WEFT_EXIT_USAGE;
             break;
         case 't':

@@ -18,6 +18,8 @@ int trace_exit_status(const guest_result *r, uint32_t flags)
 {
     if (flags & WEFT_TRACE_DEADLOCK)
         return EXIT_DEADLOCK;
+    if (flags & WEFT_TRACE_STOPPED)
+        return EXIT_TIMED_OUT; /* a limit of weft's, like the time limit */
     switch (r->end) {
     case GUEST_EXITED:
         return r->status;
@@ -34,6 +36,8 @@ static void describe_end(const guest_result *r, uint32_t flags)
 {
     if (flags & WEFT_TRACE_DEADLOCK)
         printf("weft: guest deadlocked: every live thread waits on a futex (see trace)\n");
+    else if (flags & WEFT_TRACE_STOPPED)
+        printf("weft: guest stopped by weft at a trace limit (the reason is above)\n");
     else if (r->end == GUEST_EXITED)
         printf("weft: guest exited with status %d\n", r->status);
     else if (r->end == GUEST_SIGNALED)

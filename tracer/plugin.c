@@ -246,6 +246,8 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
         kind = store ? WEFT_EV_WRITE : WEFT_EV_READ;
         if (ii->flags & INSN_ATOMIC)
             flags |= WEFT_EVF_EXCLUSIVE;
+        else if (!(g_plugin.cfg.settings.record & (store ? WEFT_RECORD_WRITES : WEFT_RECORD_READS)))
+            return; /* --record: a plain access the analysis does not need */
     }
     plugin_record(v, kind, vcpu_cycles_at(v, v->tb_base + ii->index), vaddr, ii->pc, size, flags);
 }
@@ -430,6 +432,7 @@ static int parse_args(int argc, char **argv)
     c->settings.ps_per_cycle = 1000;
     c->settings.mode = WEFT_MODE_FREE;
     c->settings.filter = WEFT_FILTER_NONSTACK;
+    c->settings.record = WEFT_RECORD_ALL;
     snprintf(c->settings.policy, sizeof c->settings.policy, "ideal");
     c->max_pes = 512;
     c->stall_ms = 2000;
@@ -482,6 +485,12 @@ static int parse_args(int argc, char **argv)
             c->max_events = x;
         else if (!strcmp(k, "maxsize") && num)
             c->max_bytes = x;
+        else if (!strcmp(k, "record") && !strcmp(val, "all"))
+            c->settings.record = WEFT_RECORD_ALL;
+        else if (!strcmp(k, "record") && !strcmp(val, "sync"))
+            c->settings.record = WEFT_RECORD_SYNC;
+        else if (!strcmp(k, "record") && !strcmp(val, "sync+writes"))
+            c->settings.record = WEFT_RECORD_SYNC | WEFT_RECORD_WRITES;
         else if (!strcmp(k, "inject"))
             c->inject = val;
         else if (!strcmp(k, "injected"))

@@ -214,8 +214,12 @@ static void print_end(const weft_trace_summary *s, const weft_event *last, weft_
     int line = 0;
     if (last->pc)
         fprintf(out, " at pc 0x%" PRIx64, last->pc);
-    if (last->pc && syms && weft_symbols_pc(syms, last->pc, &fn, &file, &line) == 0 && fn)
-        fprintf(out, " (%s, %s:%d)", fn, file ? file : "?", line);
+    if (last->pc && syms && weft_symbols_pc(syms, last->pc, &fn, &file, &line) == 0 && fn) {
+        if (file)
+            fprintf(out, " (%s, %s:%d)", fn, file, line);
+        else
+            fprintf(out, " (%s)", fn);
+    }
     fputc('\n', out);
 }
 
@@ -275,12 +279,12 @@ static void print_header(weft_trace *t, FILE *out)
                 st->record & WEFT_RECORD_READS ? "" : "reads",
                 !(st->record & (WEFT_RECORD_READS | WEFT_RECORD_WRITES)) ? " and " : "",
                 st->record & WEFT_RECORD_WRITES ? "" : "writes");
-    static const char *const flag_names[] = {"complete", "truncated", "crashed", "timed-out",
-                                             "deadlock"};
+    static const char *const flag_names[] = {"complete",  "truncated", "crashed",
+                                             "timed-out", "deadlock",  "stopped"};
     fprintf(out, "flags         ");
     if (!s->flags)
         fprintf(out, " none");
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (s->flags & (1u << i))
             fprintf(out, " %s", flag_names[i]);
     if (s->exit_status < 0)
