@@ -5,8 +5,8 @@
  * default action: no atexit, no plugin callback), and a time limit's
  * SIGKILL does too.
  *
- * The file: a 4 KiB header (magic, layout, and the spool's device and
- * inode so that a stale file is never taken for the current run's), then
+ * The file: a 4 KiB header (magic, layout, and the spool's identity so
+ * that a stale file is never taken for the current run's), then
  * WEFT_TRACE_BUF_SLOTS slots of weft_trace_buf, each rounded up to whole
  * pages. It is sparse: a slot takes disk space only once used, and that
  * space is reserved (posix_fallocate) before the slot is handed out, so a
@@ -25,11 +25,28 @@
 
 #define LIVE_MAGIC "WEFTLIV\0"
 #define LIVE_HDR 4096
+#define LIVE_HDR_USED 56 /* magic, sizes, slots, spool identity */
 #define LIVE_SLOT (((sizeof(weft_trace_buf) + 4095) / 4096) * 4096)
 #define LIVE_SIZE (LIVE_HDR + (size_t)WEFT_TRACE_BUF_SLOTS * LIVE_SLOT)
 
 _Static_assert(sizeof(weft_event) == 40, "weft_event is stored as is");
 _Static_assert(offsetof(weft_trace_buf, ev) % 64 == 0, "events start on a cache line");
+
+/* Which spool a buffer file belongs to: its device, inode and birth time
+ * (a spool removed and made again may get the same inode number back). */
+static void spool_identity(int spool_fd, uint8_t id[32])
+{
+    memset(id, 0, 32);
+    struct statx sx;
+    if (statx(spool_fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) != 0)
+        return;
+    put_u64(id, ((uint64_t)sx.stx_dev_major << 32) | sx.stx_dev_minor);
+    put_u64(id + 8, sx.stx_ino);
+    if (sx.stx_mask & STATX_BTIME) {
+        put_u64(id + 16, (uint64_t)sx.stx_btime.tv_sec);
+        put_u32(id + 24, sx.stx_btime.tv_nsec);
+    }
+}
 
 static char *live_path(const char *path)
 {
@@ -54,10 +71,9 @@ void trc_live_open(trc_live *l, const char *path, int spool_fd)
     l->fd = -1;
     pthread_mutex_init(&l->lock, NULL);
     l->inited = true;
-    struct stat st;
     l->path = live_path(path);
     l->ready = calloc(WEFT_TRACE_BUF_SLOTS, 1);
-    if (!l->path || !l->ready || fstat(spool_fd, &st) < 0)
+    if (!l->path || !l->ready)
         return;
     l->fd = open(l->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (l->fd < 0 || ftruncate(l->fd, (off_t)LIVE_SIZE) < 0) {
@@ -71,13 +87,12 @@ void trc_live_open(trc_live *l, const char *path, int spool_fd)
     }
     l->map = m;
     l->size = LIVE_SIZE;
-    uint8_t h[48] = {0};
+    uint8_t h[LIVE_HDR_USED] = {0};
     memcpy(h, LIVE_MAGIC, 8);
     put_u32(h + 8, (uint32_t)sizeof(weft_trace_buf));
     put_u32(h + 12, (uint32_t)LIVE_SLOT);
     put_u32(h + 16, WEFT_TRACE_BUF_SLOTS);
-    put_u64(h + 24, (uint64_t)st.st_dev);
-    put_u64(h + 32, (uint64_t)st.st_ino);
+    spool_identity(spool_fd, h + 24);
     /* Through write, not the mapping: a full disk fails here, not as SIGBUS. */
     if (trc_write_all(l->fd, h, sizeof h) != 0)
         trc_live_close(l, true);
@@ -178,14 +193,13 @@ int trc_live_salvage(const char *path, int spool_fd, trc_spool_index *ix, uint64
     free(lp);
     if (fd < 0)
         return 0; /* none: the run never had one */
-    struct stat st;
-    uint8_t h[48];
+    uint8_t h[LIVE_HDR_USED], id[32];
     int rc = 0;
     weft_trace_buf *b = malloc(sizeof *b);
-    if (!b || fstat(spool_fd, &st) < 0 || trc_pread_all(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
+    spool_identity(spool_fd, id);
+    if (!b || trc_pread_all(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
         memcmp(h, LIVE_MAGIC, 8) != 0 || get_u32(h + 8) != sizeof *b ||
-        get_u32(h + 12) != LIVE_SLOT || get_u64(h + 24) != (uint64_t)st.st_dev ||
-        get_u64(h + 32) != (uint64_t)st.st_ino)
+        get_u32(h + 12) != LIVE_SLOT || memcmp(h + 24, id, sizeof id) != 0)
         goto out; /* not this run's */
     weft_event fault = {0};
     uint64_t fault_seq = 0;
