@@ -371,16 +371,20 @@ void plugin_finish(uint32_t extra_flags)
     inject_write_report(g_plugin.cfg.injected);
     spec_finish();
     char err[512];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (weft_trace_writer_finish(g_plugin.writer, &sum, err, sizeof err) != 0)
         fprintf(stderr, "weft: %s\n", err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     g_plugin.writer = NULL;
     if (getenv("WEFT_PLUGIN_STATS"))
         fprintf(stderr,
                 "weft-stats: gates=%" PRIu64 " waits=%" PRIu64 " escapes=%" PRIu64
                 " kernel_steps=%" PRIu64 " transactions=%" PRIu64 " released=%" PRIu64
-                " exclusive_yields=%" PRIu64 "\n",
+                " exclusive_yields=%" PRIu64 " finish_s=%.3f\n",
                 st.gates, st.gate_waits, st.escapes, st.kernel_steps, st.transactions,
-                st.released_syscalls, st.exclusive_yields);
+                st.released_syscalls, st.exclusive_yields,
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     free(tt);
 }
 

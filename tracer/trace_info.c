@@ -13,11 +13,15 @@
 #define SHARED_BIT (1ull << 63)
 #define PATTERN_RAW_MAX 12 /* longer patterns are run-length encoded */
 #define PATTERN_OUT_MAX 96 /* and cut beyond this many characters */
+/* Letters kept per variable and thread: no printed pattern needs more, and
+ * it bounds memory on huge traces whatever one variable's access count. */
+#define PATTERN_KEEP (1u << 16)
 
 typedef struct thread_access {
     uint32_t thread;
-    char *letters; /* one of R, W, M (read-modify-write) per access */
+    char *letters; /* one of R, W, M (read-modify-write) per access, the first PATTERN_KEEP */
     size_t n, cap;
+    uint64_t total; /* accesses, kept or not */
     uint64_t writes;
 } thread_access;
 
@@ -86,9 +90,12 @@ static int var_add(var *v, const weft_event *ev)
         memset(a, 0, sizeof *a);
         a->thread = ev->thread;
     }
-    if (grow((void **)&a->letters, &a->cap, a->n + 1, 1) < 0)
-        return -1;
-    a->letters[a->n++] = ev->kind == WEFT_EV_READ ? 'R' : ev->kind == WEFT_EV_WRITE ? 'W' : 'M';
+    if (a->n < PATTERN_KEEP) {
+        if (grow((void **)&a->letters, &a->cap, a->n + 1, 1) < 0)
+            return -1;
+        a->letters[a->n++] = ev->kind == WEFT_EV_READ ? 'R' : ev->kind == WEFT_EV_WRITE ? 'W' : 'M';
+    }
+    a->total++;
     if (!weft_event_writes(ev->kind))
         return 0;
     a->writes++;
@@ -124,11 +131,11 @@ static void emit(char *out, size_t outlen, size_t *pos, const char *s, size_t n)
 /* Run-length encode a long pattern greedily: at each position take the
  * repeated unit (1..8 letters) that covers the most letters, if writing it
  * as "(unit)xN" is shorter than the letters themselves. */
-static void pattern_format(const char *s, size_t n, char *out, size_t outlen)
+static void pattern_format(const char *s, size_t n, uint64_t total, char *out, size_t outlen)
 {
     size_t pos = 0;
     out[0] = 0;
-    if (n <= PATTERN_RAW_MAX) {
+    if (total <= PATTERN_RAW_MAX) {
         emit(out, outlen, &pos, s, n);
         return;
     }
@@ -159,9 +166,9 @@ static void pattern_format(const char *s, size_t n, char *out, size_t outlen)
             i++;
         }
     }
-    if (i < n) {
+    if (i < total) {
         char tail[48];
-        int tl = snprintf(tail, sizeof tail, "...(%zu more)", n - i);
+        int tl = snprintf(tail, sizeof tail, "...(%" PRIu64 " more)", total - i);
         emit(out, outlen, &pos, tail, (size_t)tl);
     }
 }
@@ -339,7 +346,7 @@ static void print_vars(var *vars, size_t nvars, weft_symbols *syms, FILE *out)
         qsort(v->per, v->nper, sizeof *v->per, per_cmp);
         for (size_t k = 0; k < v->nper; k++) {
             char pat[PATTERN_OUT_MAX + 64];
-            pattern_format(v->per[k].letters, v->per[k].n, pat, sizeof pat);
+            pattern_format(v->per[k].letters, v->per[k].n, v->per[k].total, pat, sizeof pat);
             fprintf(out, "%s T%u %s", k ? "," : "", v->per[k].thread, pat);
         }
         uint64_t pairs = cross_pairs(v->writes, &v->per[0].writes, v->nper, sizeof v->per[0]);

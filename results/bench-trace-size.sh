@@ -1,0 +1,84 @@
+# Part of bench-trace.sh (sourced): trace size and speed against zstd level.
+# Uses: $weft $build $tmp $out $here, time_one, median.
+size_runs="${SIZE_RUNS:-3}"
+levels=(${LEVELS:-0 1 3 6 9})
+sysroot="$build/arm64-sysroot"
+# Deterministic pigz input: pseudo-random words from a fixed seed.
+awk -v n="$(( ${PIGZ_KB:-1024} * 1024 / 6 ))" 'BEGIN { srand(1); for (i = 0; i < n; i++)
+  printf "%s%s", substr("abcdefghijklmnopqrstuvwxyz", 1 + int(rand() * 26), 1 + int(rand() * 5)),
+  (i % 12 == 11) ? "\n" : " " }' >"$tmp/pigz.in"
+workloads=("parallel8:$build/fixtures/parallel8 ${P8_PASSES:-200000}")
+[ -x "$sysroot/usr/bin/pigz" ] &&
+  workloads+=("pigz:--sysroot $sysroot -- $sysroot/usr/bin/pigz -p4 -c $tmp/pigz.in")
+
+# trace_at LEVEL NAME ARGS...: one traced run; wall seconds to $tmp/NAME.L.wall,
+# the plugin's finish seconds to $tmp/NAME.L.finish
+trace_at() {
+  local l="$1" name="$2"; shift 2
+  local t0 t1
+  t0="$(now)"
+  WEFT_GUEST_ENV="WEFT_TRACE_ZSTD_LEVEL WEFT_PLUGIN_STATS" WEFT_TRACE_ZSTD_LEVEL="$l" \
+    WEFT_PLUGIN_STATS=1 timeout -s KILL 900 "$weft" trace -q --mode free -o "$tmp/$name.$l.wtr" \
+    "$@" </dev/null >/dev/null 2>"$tmp/$name.$l.err" || true
+  t1="$(now)"
+  echo "$t1 - $t0" | bc -l >>"$tmp/$name.$l.wall"
+  sed -n 's/.*finish_s=\([0-9.]*\).*/\1/p' "$tmp/$name.$l.err" >>"$tmp/$name.$l.finish"
+}
+
+{
+  echo
+  echo "# Trace size and speed by zstd level (free mode, median of $size_runs interleaved runs)"
+  echo
+  echo "Level 0 is format 1 (the encoding before compression, ~6-7 bytes per event). *wall*: the"
+  echo "whole \`weft trace\`; *merge*: the plugin's finish (spool merge, encoding, compression,"
+  echo "fsync), with its throughput in MB of format-1 events per second."
+  echo
+  echo "| workload | level | events | bytes | bytes/event | smaller by | wall s | wall / level 0 | merge s | merge MB/s |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+} >>"$out"
+biggest=""
+for w in "${workloads[@]}"; do
+  name="${w%%:*}"
+  read -r -a args <<<"${w#*:}"
+  [ "${args[0]}" = --sysroot ] || args=(-- "${args[@]}")
+  for i in $(seq 1 "$size_runs"); do
+    for l in "${levels[@]}"; do
+      echo "bench-trace: $name level $l run $i/$size_runs" >&2
+      trace_at "$l" "$name" "${args[@]}"
+    done
+  done
+  base_bytes="" base_wall=""
+  for l in "${levels[@]}"; do
+    f="$tmp/$name.$l.wtr"
+    ev="$("$weft" info "$f" | sed -n '1s/.*, \([0-9]*\) events).*/\1/p')"
+    bytes="$(stat -c %s "$f")"
+    wall="$(median "$tmp/$name.$l.wall")"
+    fin="$(median "$tmp/$name.$l.finish")"
+    [ -n "$base_bytes" ] || { base_bytes="$bytes"; base_wall="$wall"; }
+    printf '| %s | %s | %s | %s | %.3f | %.1fx | %.2f | %.2f | %.2f | %.0f |\n' "$name" "$l" "$ev" \
+      "$bytes" "$(echo "$bytes/$ev" | bc -l)" "$(echo "$base_bytes/$bytes" | bc -l)" "$wall" \
+      "$(echo "$wall/$base_wall" | bc -l)" "$fin" "$(echo "$base_bytes/1000000/$fin" | bc -l)" >>"$out"
+    # the biggest trace of all, in events, for the info measurement
+    if [ -z "$biggest" ] || [ "$ev" -gt "${biggest%% *}" ]; then biggest="$ev $f"; fi
+  done
+  # Same input, same level: the same bytes.
+  trace_at 3 "$name.again" "${args[@]}"
+  cmp -s "$tmp/$name.3.wtr" "$tmp/$name.again.3.wtr" ||
+    echo "bench-trace: $name: two traces at level 3 differ" >&2
+done
+
+# weft info on the biggest trace, both formats: time and memory.
+bf="${biggest#* }"
+{
+  echo
+  echo "\`weft info\` on the biggest trace (${biggest%% *} events):"
+  echo
+  echo "| trace | bytes | wall s | max RSS MB |"
+  echo "|---|---|---|---|"
+} >>"$out"
+for f in "${bf%.*.wtr}.0.wtr" "${bf%.*.wtr}.3.wtr"; do
+  [ -f "$f" ] || continue
+  /usr/bin/time -f "%e %M" -o "$tmp/info.time" "$weft" info "$f" >/dev/null
+  read -r s kb <"$tmp/info.time"
+  printf '| %s | %s | %s | %.0f |\n' "$(basename "$f")" "$(stat -c %s "$f")" "$s" "$(echo "$kb/1024" | bc -l)" >>"$out"
+done
