@@ -400,7 +400,9 @@ typedef struct block_out {
     /* version 2: the frame being filled, and its compression */
     int level; /* 0: version 1 blocks */
     trc_frame fr;
-    uint32_t fn; /* events in the frame so far */
+    uint32_t fn;             /* events in the frame so far */
+    trc_rec *frec, *fsorted; /* the frame in canonical order, then by thread */
+    uint32_t *tpos;          /* per thread: where its records go */
     uint8_t *raw, *zbuf;
     size_t zcap;
     void *zc; /* ZSTD_CCtx */

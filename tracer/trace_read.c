@@ -13,6 +13,8 @@
 #include <zstd.h>
 
 #define HEADER_MAX (1u << 24)
+/* Threads in a frame up to which the merge scans rather than keeps a heap. */
+#define SCAN_RUNS 16
 
 struct weft_trace {
     char *path;
@@ -31,11 +33,17 @@ struct weft_trace {
     size_t blk_cap;
     trc_delta d;
     uint64_t *seq; /* per thread */
-    /* version 2: the current frame, decoded one event at a time */
+    /* version 2: the current frame, decoded, as one run per thread that
+     * a heap merges back into canonical order */
     trc_frame fr;
     uint8_t *raw;
     size_t raw_cap;
-    uint32_t fleft; /* events of the frame not yet decoded */
+    weft_event *fev;
+    uint32_t fev_cap;
+    uint32_t *run_pos, *run_end, *heap; /* per run; heap of run indices */
+    uint64_t *run_time;                 /* per run: its next event's time */
+    uint32_t nruns, runs_cap;
+    uint32_t fleft; /* events of the frame not yet delivered */
     uint64_t foff;  /* its offset, for messages */
     ZSTD_DCtx *zd;
     uint64_t last_time;
@@ -53,6 +61,11 @@ static void trace_free(weft_trace *t)
     trc_frame_free(&t->fr);
     ZSTD_freeDCtx(t->zd);
     free(t->raw);
+    free(t->fev);
+    free(t->run_pos);
+    free(t->run_end);
+    free(t->heap);
+    free(t->run_time);
     free(t->summary.threads);
     free(t->ev);
     free(t->blk);
@@ -323,8 +336,92 @@ static int grow_buf(uint8_t **b, size_t *cap, size_t need)
     return 0;
 }
 
-/* Version 2: read, check and decompress the next frame; its events are
- * then decoded one at a time by weft_trace_next. */
+/* The heap orders runs by their next event's (time, thread). */
+static inline bool run_before(const weft_trace *t, uint32_t a, uint32_t b)
+{
+    const weft_event *x = &t->fev[t->run_pos[a]], *y = &t->fev[t->run_pos[b]];
+    return x->time < y->time || (x->time == y->time && x->thread < y->thread);
+}
+
+static void heap_down(weft_trace *t, uint32_t i)
+{
+    for (;;) {
+        uint32_t l = 2 * i + 1, m = i;
+        if (l < t->nruns && run_before(t, t->heap[l], t->heap[m]))
+            m = l;
+        if (l + 1 < t->nruns && run_before(t, t->heap[l + 1], t->heap[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        uint32_t x = t->heap[i];
+        t->heap[i] = t->heap[m];
+        t->heap[m] = x;
+        i = m;
+    }
+}
+
+/* Decode the whole frame: one run of records per thread, threads in
+ * ascending order (the layout requires it), each run in its thread's
+ * order; then heap them for the merge. */
+static int frame_decode(weft_trace *t, uint32_t count, const char **why)
+{
+    if (count > t->fev_cap) {
+        weft_event *v = realloc(t->fev, count * sizeof *v);
+        if (!v) {
+            *why = "out of memory";
+            return -1;
+        }
+        t->fev = v;
+        t->fev_cap = count;
+    }
+    t->nruns = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        if (trc_frame_get(&t->fr, &t->fev[i], why) < 0)
+            return -1;
+        uint32_t th = t->fev[i].thread;
+        if (i && th == t->fev[i - 1].thread)
+            continue;
+        if (i && th < t->fev[i - 1].thread) {
+            *why = "threads not in order";
+            return -1;
+        }
+        if (t->nruns == t->runs_cap) {
+            uint32_t cap = t->runs_cap ? 2 * t->runs_cap : 16;
+            uint32_t *a = realloc(t->run_pos, cap * sizeof *a);
+            if (a)
+                t->run_pos = a;
+            uint32_t *b = a ? realloc(t->run_end, cap * sizeof *b) : NULL;
+            if (b)
+                t->run_end = b;
+            uint32_t *c = b ? realloc(t->heap, cap * sizeof *c) : NULL;
+            if (c)
+                t->heap = c;
+            uint64_t *d = c ? realloc(t->run_time, cap * sizeof *d) : NULL;
+            if (!d) {
+                *why = "out of memory";
+                return -1;
+            }
+            t->run_time = d;
+            t->runs_cap = cap;
+        }
+        if (t->nruns)
+            t->run_end[t->nruns - 1] = i;
+        t->run_pos[t->nruns] = i;
+        t->heap[t->nruns] = t->nruns;
+        t->nruns++;
+    }
+    if (trc_frame_done(&t->fr, why) < 0)
+        return -1;
+    t->run_end[t->nruns - 1] = count;
+    for (uint32_t r = 0; r < t->nruns; r++)
+        t->run_time[r] = t->fev[t->run_pos[r]].time;
+    if (t->nruns > SCAN_RUNS)
+        for (uint32_t i = t->nruns / 2; i-- > 0;)
+            heap_down(t, i);
+    return 0;
+}
+
+/* Version 2: read, check and decompress the next frame, and decode it. */
 static int load_frame(weft_trace *t)
 {
     uint64_t off = t->off;
@@ -349,26 +446,59 @@ static int load_frame(weft_trace *t)
     const char *why;
     if (trc_frame_open(&t->fr, t->raw, raw, get_u64(h + 16), &why) < 0)
         return next_fail(t, off, why);
+    if (frame_decode(t, count, &why) < 0)
+        return next_fail(t, off, why);
     t->fleft = count;
     t->foff = off;
     t->off = off + FRAME_HDR_SIZE + len;
     return 0;
 }
 
+/* The run holding the frame's next event in canonical order. Up to
+ * SCAN_RUNS runs (threads in the frame), a scan of their next times, the
+ * lowest index winning ties (runs are in thread order); beyond, the heap. */
+
+static inline uint32_t next_run(weft_trace *t)
+{
+    if (t->nruns > SCAN_RUNS)
+        return t->heap[0];
+    uint32_t best = t->heap[0];
+    uint64_t bt = t->run_time[best];
+    for (uint32_t k = 1; k < t->nruns; k++) {
+        uint32_t r = t->heap[k];
+        uint64_t rt = t->run_time[r];
+        bool b = rt < bt || (rt == bt && r < best);
+        best = b ? r : best;
+        bt = b ? rt : bt;
+    }
+    return best;
+}
+
 /* Version 2: the next event of the current frame, checked like a block's. */
 static int frame_next(weft_trace *t, weft_event *ev)
 {
-    const char *why;
-    if (trc_frame_get(&t->fr, ev, &why) < 0)
-        return next_fail(t, t->foff, why);
+    uint32_t r = next_run(t);
+    *ev = t->fev[t->run_pos[r]++];
+    bool done = t->run_pos[r] == t->run_end[r];
+    if (!done)
+        t->run_time[r] = t->fev[t->run_pos[r]].time;
+    if (t->nruns > SCAN_RUNS) {
+        if (done)
+            t->heap[0] = t->heap[--t->nruns];
+        heap_down(t, 0);
+    } else if (done) {
+        uint32_t k = 0;
+        while (t->heap[k] != r)
+            k++;
+        t->heap[k] = t->heap[--t->nruns];
+    }
     if (t->any &&
         (ev->time < t->last_time || (ev->time == t->last_time && ev->thread < t->last_thread)))
         return next_fail(t, t->foff, "events out of order");
     t->any = true;
     t->last_time = ev->time;
     t->last_thread = ev->thread;
-    if (--t->fleft == 0 && trc_frame_done(&t->fr, &why) < 0)
-        return next_fail(t, t->foff, why);
+    t->fleft--;
     return 0;
 }
 
