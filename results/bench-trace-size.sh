@@ -2,6 +2,8 @@
 # Uses: $weft $build $tmp $out $here, time_one, median.
 size_runs="${SIZE_RUNS:-3}"
 levels=(${LEVELS:-0 1 3 6 9})
+# BASE_WEFT=path/to/an/older/weft adds its runs as level "base" (before).
+[ -n "${BASE_WEFT:-}" ] && levels=(base "${levels[@]}")
 sysroot="$build/arm64-sysroot"
 # Deterministic pigz input: pseudo-random words from a fixed seed.
 awk -v n="$(( ${PIGZ_KB:-1024} * 1024 / 6 ))" 'BEGIN { srand(1); for (i = 0; i < n; i++)
@@ -16,9 +18,11 @@ workloads=("parallel8:$build/fixtures/parallel8 ${P8_PASSES:-200000}")
 trace_at() {
   local l="$1" name="$2"; shift 2
   local t0 t1
+  local w="$weft"
+  [ "$l" = base ] && w="$BASE_WEFT"
   t0="$(now)"
   WEFT_GUEST_ENV="WEFT_TRACE_ZSTD_LEVEL WEFT_PLUGIN_STATS" WEFT_TRACE_ZSTD_LEVEL="$l" \
-    WEFT_PLUGIN_STATS=1 timeout -s KILL 900 "$weft" trace -q --mode free -o "$tmp/$name.$l.wtr" \
+    WEFT_PLUGIN_STATS=1 timeout -s KILL 900 "$w" trace -q --mode free -o "$tmp/$name.$l.wtr" \
     "$@" </dev/null >/dev/null 2>"$tmp/$name.$l.err" || true
   t1="$(now)"
   echo "$t1 - $t0" | bc -l >>"$tmp/$name.$l.wall"
@@ -29,9 +33,11 @@ trace_at() {
   echo
   echo "# Trace size and speed by zstd level (free mode, median of $size_runs interleaved runs)"
   echo
-  echo "Level 0 is format 1 (the encoding before compression, ~6-7 bytes per event). *wall*: the"
-  echo "whole \`weft trace\`; *merge*: the plugin's finish (spool merge, encoding, compression,"
-  echo "fsync), with its throughput in MB of format-1 events per second."
+  echo "Level 0 is format 1 (the encoding before compression, ~6-7 bytes per event); *base*, if"
+  echo "present, is the weft given as BASE_WEFT (before this change: format 1, no crash-proof"
+  echo "buffers). *wall*: the whole \`weft trace\`, as a ratio to the first row; *merge*: the"
+  echo "plugin's finish (spool merge, encoding, compression, fsync), with its throughput in MB of"
+  echo "format-1 events per second."
   echo
   echo "| workload | level | events | bytes | bytes/event | smaller by | wall s | wall / level 0 | merge s | merge MB/s |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -54,10 +60,17 @@ for w in "${workloads[@]}"; do
     bytes="$(stat -c %s "$f")"
     wall="$(median "$tmp/$name.$l.wall")"
     fin="$(median "$tmp/$name.$l.finish")"
-    [ -n "$base_bytes" ] || { base_bytes="$bytes"; base_wall="$wall"; }
-    printf '| %s | %s | %s | %s | %.3f | %.1fx | %.2f | %.2f | %.2f | %.0f |\n' "$name" "$l" "$ev" \
-      "$bytes" "$(echo "$bytes/$ev" | bc -l)" "$(echo "$base_bytes/$bytes" | bc -l)" "$wall" \
-      "$(echo "$wall/$base_wall" | bc -l)" "$fin" "$(echo "$base_bytes/1000000/$fin" | bc -l)" >>"$out"
+    if [ "$l" = 0 ] || [ -z "$base_bytes" ]; then base_bytes="$bytes"; fi
+    [ -n "$base_wall" ] || base_wall="$wall"
+    fin_s="-" mbs="-"
+    if [ -n "$fin" ]; then
+      fin_s="$(printf '%.2f' "$fin")"
+      mbs="$(printf '%.0f' "$(echo "$base_bytes/1000000/$fin" | bc -l)")"
+    fi
+    printf '| %s | %s | %s | %s | %.3f | %s | %.2f | %.2f | %s | %s |\n' "$name" "$l" "$ev" \
+      "$bytes" "$(echo "$bytes/$ev" | bc -l)" "$([ "$l" = base ] && echo - ||
+        printf '%.1fx' "$(echo "$base_bytes/$bytes" | bc -l)")" "$wall" \
+      "$(echo "$wall/$base_wall" | bc -l)" "$fin_s" "$mbs" >>"$out"
     # the biggest trace of all, in events, for the info measurement
     if [ -z "$biggest" ] || [ "$ev" -gt "${biggest%% *}" ]; then biggest="$ev $f"; fi
   done

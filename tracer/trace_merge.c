@@ -554,8 +554,9 @@ int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_stat
         goto out;
     }
     uint32_t version = get_u32(fixed + 8), hlen = get_u32(fixed + 12);
-    if (version != WEFT_TRACE_VERSION) {
-        trc_seterr(err, errlen, "%s: spool format version %u, this weft supports %d", spool,
+    /* Chunks are the same in both versions; only the header grew. */
+    if (version == 0 || version > WEFT_TRACE_VERSION) {
+        trc_seterr(err, errlen, "%s: spool format version %u, this weft reads 1 to %d", spool,
                    version, WEFT_TRACE_VERSION);
         goto out;
     }
