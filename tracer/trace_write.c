@@ -114,8 +114,12 @@ int weft_trace_writer_append_buf(weft_trace_writer *w, weft_trace_buf *b)
 {
     uint32_t n = b->n;
     int rc = weft_trace_writer_append(w, b->thread, b->ev, n);
+    if (rc == 1)
+        return rc; /* stopped: the events stay for salvage, the caller ends */
     /* Empty first, then move the base: a death in between leaves n = 0,
-     * never events counted twice (salvage skips what the spool holds). */
+     * never events counted twice (salvage skips what the spool holds).
+     * After a failed append the base moves all the same: what the caller
+     * records next must not pass for these events. */
     __atomic_store_n(&b->n, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&b->base, b->base + n, __ATOMIC_RELEASE);
     return rc;

@@ -187,7 +187,8 @@ typedef struct weft_trace_buf {
 weft_trace_buf *weft_trace_writer_buf(weft_trace_writer *w, unsigned slot);
 
 /* Append b's events as thread b->thread's and empty it, in the order
- * salvage relies on. Returns as weft_trace_writer_append. */
+ * salvage relies on. Returns as weft_trace_writer_append; after 1 (stopped
+ * at a limit) the buffer is left as it is, for salvage. */
 int weft_trace_writer_append_buf(weft_trace_writer *w, weft_trace_buf *b);
 
 /* Why a writer stopped accepting events. */
