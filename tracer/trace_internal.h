@@ -366,6 +366,50 @@ int trc_live_salvage(const char *path, int spool_fd, trc_spool_index *ix, uint64
                      int32_t exit_status);
 void trc_live_unlink(const char *path);
 
+/* ---- the reader (trace_read.c, trace_read_frames.c) ---- */
+struct weft_trace {
+    char *path;
+    int fd;
+    uint64_t size;
+    uint32_t header_len;
+    uint64_t footer_off;
+    weft_trace_meta meta;
+    weft_trace_summary summary;
+    uint64_t nevents, nblocks;
+    /* iteration */
+    uint64_t off;   /* next block */
+    weft_event *ev; /* the decoded current block */
+    uint32_t nev, pos, ev_cap;
+    uint8_t *blk;
+    size_t blk_cap;
+    trc_delta d;
+    uint64_t *seq; /* per thread */
+    /* version 2: the current frame, decoded, as one run per thread that
+     * a heap merges back into canonical order */
+    trc_frame fr;
+    uint8_t *raw;
+    size_t raw_cap;
+    weft_event *fev;
+    uint32_t fev_cap;
+    uint32_t *run_pos, *run_end, *heap; /* per run; heap of run indices */
+    uint64_t *run_time;                 /* per run: its next event's time */
+    uint32_t nruns, runs_cap;
+    uint32_t fleft;         /* events of the frame not yet delivered */
+    uint64_t foff;          /* its offset, for messages */
+    struct ZSTD_DCtx_s *zd; /* zstd.h's ZSTD_DCtx */
+    uint64_t last_time;
+    uint32_t last_thread;
+    bool any, failed;
+    char err[512];
+};
+
+/* A damaged block or frame at off: sets the error, returns -1. */
+int trc_read_fail(weft_trace *t, uint64_t off, const char *what);
+/* Version 2: frames' headers at open; the next frame; its next event. */
+int trc_read_check_frames(weft_trace *t, char *why, size_t wl);
+int trc_read_load_frame(weft_trace *t);
+int trc_read_frame_next(weft_trace *t, weft_event *ev);
+
 /* ---- address-keyed hash map (trace_addrmap.c) ---- */
 typedef struct trc_addrmap {
     uint64_t *keys;
