@@ -19,7 +19,9 @@
 #   default: 5 runs; paper_mm, lost_update, parallel8:20000 (20000 passes: a
 #   workload long enough that start-up does not dominate)
 #   SIZE_RUNS (default 3), LEVELS (default "0 1 3 6 9"), P8_PASSES (default
-#   200000), PIGZ_KB (input size, default 1024), SKIP_OVERHEAD=1 (size table only)
+#   200000), PIGZ_KB (input size, default 1024), SKIP_OVERHEAD=1 (size table only),
+#   SPIN_S (trace fail_spin that long for the biggest trace; default 0: not),
+#   BASE_WEFT (an older weft to compare with)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${WEFT_BUILD_DIR:-$here/build}"

@@ -69,8 +69,7 @@ static void frame_write(block_out *b)
     for (uint32_t i = 0; i < b->fn; i++)
         b->fsorted[b->tpos[b->frec[i].thread]++] = b->frec[i];
     trc_frame_reset(&b->fr, b->frec[0].time);
-    for (uint32_t i = 0; i < b->fn; i++)
-        trc_frame_put(&b->fr, &b->fsorted[i]);
+    trc_frame_put(&b->fr, b->fsorted, b->fn);
     size_t raw = trc_frame_finish(&b->fr, b->raw);
     size_t z =
         ZSTD_compress2(b->zc, b->zbuf + FRAME_HDR_SIZE, b->zcap - FRAME_HDR_SIZE, b->raw, raw);

@@ -118,7 +118,7 @@ static inline void addr_learn(trc_frame *f, trc_pred *a, bool valid, uint32_t t,
     a->gen = f->gen;
 }
 
-void trc_frame_put(trc_frame *f, const trc_rec *r)
+static inline void frame_put(trc_frame *f, const trc_rec *r)
 {
     uint32_t t = r->thread, s = frame_slot(f, t);
     uint8_t tag = r->kind & 0x0f;
@@ -160,6 +160,12 @@ void trc_frame_put(trc_frame *f, const trc_rec *r)
     f->prev_addr[s] = r->addr;
     f->prev_time[s] = r->time;
     f->thread = t;
+}
+
+void trc_frame_put(trc_frame *f, const trc_rec *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        frame_put(f, &r[i]);
 }
 
 size_t trc_frame_finish(trc_frame *f, uint8_t *out)

@@ -45,7 +45,7 @@
 #define FRAME_RAW_MAX(n) (FRAME_STREAMS * 4 + (size_t)(n)*REC_MAX)
 /* zstd level of version 2 traces unless WEFT_TRACE_ZSTD_LEVEL says otherwise
  * (chosen by results/bench-trace.sh: see docs/trace-format.md). */
-#define TRC_ZSTD_LEVEL_DEFAULT 3
+#define TRC_ZSTD_LEVEL_DEFAULT 1
 /* The level to write with: 0 = version 1 (uncompressed blocks), 1..19. */
 int trc_zstd_level(void);
 
@@ -253,9 +253,9 @@ typedef struct trc_frame {
 int trc_frame_init(trc_frame *f, uint32_t nslots);
 void trc_frame_free(trc_frame *f);
 void trc_frame_reset(trc_frame *f, uint64_t base_time);
-/* Encoder: buffers for `events` records, then one call per record. */
+/* Encoder: buffers for `events` records, then the records r[0..n). */
 int trc_frame_alloc_streams(trc_frame *f, uint32_t events);
-void trc_frame_put(trc_frame *f, const trc_rec *r);
+void trc_frame_put(trc_frame *f, const trc_rec *r, size_t n);
 /* Lay the streams out as the frame's raw bytes in out (at most
  * FRAME_RAW_MAX(events)); returns the length and empties the streams. */
 size_t trc_frame_finish(trc_frame *f, uint8_t *out);
