@@ -61,6 +61,28 @@ static int add_var_filter(trace_opts *o, const char *binary, const char *name)
     return add_arg(o, "range=%s", range);
 }
 
+/* "4G", "500M", "64k", "1000": bytes, binary suffixes; -1 if malformed. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || s[0] == '-')
+        return -1;
+    unsigned shift = 0;
+    if (*end && !end[1]) {
+        const char *u = strchr("kKmMgGtT", *end);
+        if (!u)
+            return -1;
+        shift = 10 * (unsigned)(1 + (u - "kKmMgGtT") / 2);
+        end++;
+    }
+    if (*end || (shift && v > (UINT64_MAX >> shift)))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
 /* Refuse an output path the trace could never be renamed to before running
  * the guest (the tracer would fail only after the whole run). */
 static int check_output(const char *path)
@@ -117,6 +139,8 @@ static void describe_end(const guest_result *r, uint32_t flags)
 {
     if (flags & WEFT_TRACE_DEADLOCK)
         printf("weft: guest deadlocked: every live thread waits on a futex (see trace)\n");
+    else if (flags & WEFT_TRACE_STOPPED)
+        printf("weft: guest stopped by weft at a trace limit (the reason is above)\n");
     else if (r->end == GUEST_EXITED)
         printf("weft: guest exited with status %d\n", r->status);
     else if (r->end == GUEST_SIGNALED)
@@ -226,6 +250,29 @@ static int parse_filter(const cli_command *cmd, const char *arg, void *opts)
     return -1;
 }
 
+static int parse_max_size(const cli_command *cmd, const char *arg, void *opts)
+{
+    uint64_t x;
+    if (parse_size(arg, &x) < 0) {
+        cli_usage_error(cmd, "--max-trace-size: expected a size like 500M or 4G (0: no limit), got "
+                             "'%s'",
+                        arg);
+        return -1;
+    }
+    char num[32];
+    snprintf(num, sizeof num, "%" PRIu64, x);
+    return add_arg(opts, "maxsize=%s", num);
+}
+
+static int parse_record(const cli_command *cmd, const char *arg, void *opts)
+{
+    if (strcmp(arg, "all") && strcmp(arg, "sync") && strcmp(arg, "sync+writes")) {
+        cli_usage_error(cmd, "--record: expected all, sync or sync+writes, got '%s'", arg);
+        return -1;
+    }
+    return add_arg(opts, "record=%s", arg);
+}
+
 #define O(field) offsetof(trace_opts, field)
 
 static const cli_option trace_options[] = {
@@ -260,6 +307,16 @@ static const cli_option trace_options[] = {
      "stop recording after about N events (the guest runs on; the trace\n"
      "is marked truncated; default: no limit)",
      CLI_CUSTOM, 0, 0, 0, parse_max_events, NULL},
+    {"max-trace-size", 0, "S",
+     "stop the run when its events take S bytes on disk (K, M, G\n"
+     "suffixes; default 4G; 0: no limit); the run also stops when the\n"
+     "disk is nearly full; the trace is kept, marked truncated",
+     CLI_CUSTOM, 0, 0, 0, parse_max_size, NULL},
+    {"record", 0, "WHAT",
+     "all (default); sync: atomics, syscalls and threads only;\n"
+     "sync+writes: and plain writes (enough for weft optimize, not for\n"
+     "read-write races)",
+     CLI_CUSTOM, 0, 0, 0, parse_record, NULL},
     {"quiet", 'q', NULL, "print only errors", CLI_FLAG, O(quiet), 0, 0, NULL, NULL},
 };
 
@@ -300,7 +357,7 @@ const cli_command cli_cmd_trace = {
              "1 instruction = cpi cycles, zero-time memory and syscalls, and records every\n"
              "thread's memory events with virtual timestamps.\n",
     .footer = "Exit status: the guest's exit code, 128+N if it died of signal N, 124 if it\n"
-              "timed out, 125 on deadlock, 128+N if weft itself got signal N (130 SIGINT, 143\n"
+              "timed out or was stopped at a trace limit, 125 on deadlock, 128+N if weft itself got signal N (130 SIGINT, 143\n"
               "SIGTERM); 1 or 2 for weft's own errors.\n",
     .opts = trace_options,
     .nopts = sizeof trace_options / sizeof *trace_options,

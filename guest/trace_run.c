@@ -14,6 +14,8 @@ int guest_exit_status(const guest_result *r, uint32_t flags)
 {
     if (flags & WEFT_TRACE_DEADLOCK)
         return GUEST_EXIT_DEADLOCK;
+    if (flags & WEFT_TRACE_STOPPED)
+        return GUEST_EXIT_TIMED_OUT; /* a limit of weft's, like the time limit */
     switch (r->end) {
     case GUEST_EXITED:
         return r->status;

@@ -6,9 +6,22 @@
 # machine drift hits all alike. Prints medians, ratios and traced events per
 # second, and writes the table to results/bench-trace.md. Guests read
 # /dev/null and write to /dev/null, which lets exact mode speculate.
+# Then trace size against zstd level (docs/trace-format.md): each workload
+# traced in free mode at every level in LEVELS, runs interleaved, level 0
+# being format 1 (uncompressed blocks, the encoding before compression):
+# bytes per event, the trace's wall time and the merge's own time (the
+# plugin's finish, where the compression runs) with its throughput in MB of
+# format-1 events per second, each as a ratio to level 0. Workloads:
+# parallel8 with a large argument and pigz -p4 from the arm64 sysroot (a
+# real, dynamically linked program). Last, `weft info` on the biggest trace
+# made (wall time, max RSS).
 # Usage: results/bench-trace.sh [RUNS] [FIXTURE[:ARG]...]
 #   default: 5 runs; paper_mm, lost_update, parallel8:20000 (20000 passes: a
 #   workload long enough that start-up does not dominate)
+#   SIZE_RUNS (default 3), LEVELS (default "0 1 3 6 9"), P8_PASSES (default
+#   200000), PIGZ_KB (input size, default 1024), SKIP_OVERHEAD=1 (size table only),
+#   SPIN_S (trace fail_spin that long for the biggest trace; default 0: not),
+#   BASE_WEFT (an older weft to compare with)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${WEFT_BUILD_DIR:-$here/build}"
@@ -35,7 +48,9 @@ time_one() {
 median() { sort -g "$1" | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 out="$tmp/table.md"
-{
+: >"$out"
+[ "${SKIP_OVERHEAD:-0}" = 1 ] && fixtures=()
+[ "${#fixtures[@]}" -gt 0 ] && {
   echo "# Tracing overhead (median of $runs interleaved runs, $(date -u +%Y-%m-%d), $(nproc) cores)"
   echo
   echo "| fixture | plain qemu s | free s | exact s | all gated s | free/plain | exact/plain | all gated/plain | exact runs | events | free events/s | exact events/s |"
@@ -67,12 +82,13 @@ for spec in "${fixtures[@]}"; do
     "$spec" "$p" "$f" "$e" "$g" "$(echo "$f/$p" | bc -l)" "$(echo "$e/$p" | bc -l)" \
     "$(echo "$g/$p" | bc -l)" "${xruns:-1}" "$ev" "$(echo "$ev/$f" | bc -l)" "$(echo "$ev/$e" | bc -l)" >>"$out"
 done
-{
+[ "${#fixtures[@]}" -gt 0 ] && {
   echo
   echo "Targets (issue: tracer): free <= 5x plain qemu, exact <= 25x. Whole-process wall time,"
   echo "including weft's own start-up, SystemC elaboration and the final trace merge; exact"
   echo "includes every run the speculation needed (column 'exact runs'). Each exact trace was"
   echo "checked byte-identical to the fully gated one of the same run of this script."
 } >>"$out"
+. "$here/results/bench-trace-size.sh"
 cat "$out"
 cp "$out" "$here/results/bench-trace.md.tmp" && mv "$here/results/bench-trace.md.tmp" "$here/results/bench-trace.md"

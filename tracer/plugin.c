@@ -23,69 +23,6 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 plugin g_plugin;
 
-/* What translation learned about one instruction, handed to its callbacks. */
-typedef struct insn_info {
-    uint64_t pc;
-    uint32_t index; /* position in its TB */
-    uint32_t flags;
-    const char *callee; /* INSN_CALL: the synchronization function called */
-} insn_info;
-
-#define INSN_ATOMIC 0x1u  /* exclusive, acquire/release, LSE or CAS: always a gate */
-#define INSN_RMW 0x2u     /* LSE atomic or CAS: one read-modify-write event */
-#define INSN_SP_BASE 0x4u /* addressed from SP: the thread's own stack */
-#define INSN_GATED 0x8u   /* has a gate */
-#define INSN_CALL 0x10u   /* the program calls a synchronization function: a visible point */
-
-static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static insn_info *insn_info_new(void)
-{
-    static insn_info *chunk;
-    static size_t left;
-    pthread_mutex_lock(&arena_lock);
-    if (left == 0) {
-        chunk = calloc(4096, sizeof *chunk);
-        left = chunk ? 4096 : 0;
-    }
-    insn_info *i = left ? &chunk[4096 - left--] : NULL;
-    pthread_mutex_unlock(&arena_lock);
-    return i;
-}
-
-/* AArch64 decoding, just enough to classify memory instructions. */
-static int is_load_store(uint32_t w)
-{
-    return (w & 0x0a000000u) == 0x08000000u;
-}
-
-static int is_exclusive_or_ordered(uint32_t w)
-{
-    return (w & 0x3f000000u) == 0x08000000u; /* LDXR/STXR/LDAR/STLR/CAS family */
-}
-
-static int is_lse_atomic(uint32_t w)
-{
-    return (w & 0x3f200c00u) == 0x38200000u; /* LDADD, SWP, LDCLR, ... */
-}
-
-/* CAS and its acquire/release forms: o2 (bit 23) and o1 (bit 21) both set.
- * (o1 alone is an exclusive pair, LDXP/STXP, or CASP.) */
-static int is_cas(uint32_t w)
-{
-    return is_exclusive_or_ordered(w) && (w & 0x00200000u) && (w & 0x00800000u);
-}
-
-/* B or BL with a 26-bit word offset: a call, or a tail call at -O2. */
-static int branch_target(uint32_t w, uint64_t pc, uint64_t *target)
-{
-    if ((w & 0x7c000000u) != 0x14000000u)
-        return 0;
-    int64_t off = (int64_t)(int32_t)((w & 0x03ffffffu) << 6) >> 4; /* sign-extended imm26 * 4 */
-    *target = pc + (uint64_t)off;
-    return 1;
-}
-
 vcpu_state *plugin_vcpu(unsigned int index)
 {
     if (index >= PLUGIN_MAX_VCPUS)
@@ -96,6 +33,10 @@ vcpu_state *plugin_vcpu(unsigned int index)
         if (!v)
             return NULL;
         v->pe = -1;
+        if (plugin_buf_attach(v, index) < 0) {
+            free(v);
+            return NULL;
+        }
         g_plugin.vcpus[index] = v;
     }
     return v;
@@ -118,13 +59,17 @@ void plugin_flush(vcpu_state *v)
     /* Counted per buffer: threads' records share cache lines, and a count
      * per event made the cores fight over them. */
     g_plugin.threads[v->pe].events += v->nbuf;
+    int rc = 0;
     if (tracing_here() && g_plugin.writer && !atomic_load(&g_plugin.finished)) {
         weft_platform_busy(g_plugin.platform, v->pe, 1); /* may sleep on the writer's lock */
-        if (weft_trace_writer_append(g_plugin.writer, (uint32_t)v->pe, v->buf, v->nbuf) != 0)
+        rc = weft_trace_writer_append_buf(g_plugin.writer, v->lb);
+        if (rc < 0)
             atomic_fetch_add(&g_plugin.write_errors, 1);
         weft_platform_busy(g_plugin.platform, v->pe, -1);
     }
     v->nbuf = 0;
+    if (rc == 1)
+        plugin_stop();
 }
 
 void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
@@ -147,6 +92,8 @@ void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, 
     e->kind = kind;
     e->size = size;
     e->flags = flags;
+    /* Published after the event: what a crash leaves in the buffer is whole. */
+    __atomic_store_n(&v->lb->n, (uint32_t)v->nbuf, __ATOMIC_RELEASE);
     if (v->nbuf == PLUGIN_BUF_EVENTS)
         plugin_flush(v);
 }
@@ -158,6 +105,11 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
     if (v) {
         v->pe = -1;
         v->nbuf = 0;
+        /* A forked child shares the buffers' file mapping: hands off. */
+        if (!atomic_load(&g_plugin.forked_child)) {
+            __atomic_store_n(&v->lb->thread, UINT32_MAX, __ATOMIC_RELEASE);
+            __atomic_store_n(&v->lb->n, 0, __ATOMIC_RELEASE);
+        }
     }
 }
 
@@ -244,8 +196,11 @@ static void tb_exec_bound(vcpu_state *v, void *udata)
         plugin_begin_thread(v, 1);
         weft_platform_busy(p, v->pe, -1);
     }
+    const tb_info *ti = udata;
     v->tb_base = v->insns;
-    v->insns += (uint64_t)(uintptr_t)udata;
+    v->insns += ti->n;
+    v->cur_tb = ti;
+    v->last_ii = NULL;
     uint64_t now = vcpu_cycles_at(v, v->tb_base);
     if (g_plugin.sched.policy && may_wait && v->begun) {
         weft_platform_busy(p, v->pe, 1);
@@ -360,6 +315,7 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
     const insn_info *ii = udata;
     if (!v || v->pe < 0)
         return;
+    v->last_ii = ii; /* done: a fault from here on is at a later instruction */
     uint16_t flags = 0;
     if (ii->flags & INSN_SP_BASE) {
         /* The main thread's stack is not mmap'd by the guest: learn it from
@@ -411,6 +367,8 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
         kind = store ? WEFT_EV_WRITE : WEFT_EV_READ;
         if (ii->flags & INSN_ATOMIC)
             flags |= WEFT_EVF_EXCLUSIVE;
+        else if (!(g_plugin.cfg.settings.record & (store ? WEFT_RECORD_WRITES : WEFT_RECORD_READS)))
+            return; /* --record: a plain access the analysis does not need */
     }
     plugin_record(v, kind, vcpu_cycles_at(v, v->tb_base + ii->index), vaddr, ii->pc, size, flags);
 }
@@ -436,7 +394,13 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
     size_t n = qemu_plugin_tb_n_insns(tb);
-    qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)n);
+    tb_info *ti = plugin_arena_alloc(sizeof *ti);
+    if (!ti)
+        return; /* the process is out of memory: nothing of this block is seen */
+    ti->n = (uint32_t)n;
+    insn_info **link = &ti->first_mem;
+    plugin_fault_setup(tb);
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, ti);
     int exact = g_plugin.cfg.settings.mode == WEFT_MODE_EXACT;
     /* A blamed access's neighbours in its block touch the same data often
      * (a racy statement's loads and stores): gating them with it saves a
@@ -461,8 +425,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             continue;
         }
         const char *callee;
-        if (own && branch_target(w, pc, &target) && (callee = sched_sync_target(target))) {
-            insn_info *ci = insn_info_new();
+        if (own && insn_branch_target(w, pc, &target) && (callee = sched_sync_target(target))) {
+            insn_info *ci = plugin_arena_alloc(sizeof *ci);
             if (ci) {
                 *ci = (insn_info){.pc = pc,
                                   .index = (uint32_t)i,
@@ -472,20 +436,16 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             }
             continue;
         }
-        if (!is_load_store(w))
+        if (!insn_is_load_store(w))
             continue;
-        insn_info *ii = insn_info_new();
+        insn_info *ii = plugin_arena_alloc(sizeof *ii);
         if (!ii)
             continue;
         ii->pc = pc;
         ii->index = (uint32_t)i;
-        ii->flags = 0;
-        if (is_exclusive_or_ordered(w) || is_lse_atomic(w))
-            ii->flags |= INSN_ATOMIC;
-        if (is_lse_atomic(w) || is_cas(w))
-            ii->flags |= INSN_RMW;
-        if (((w >> 5) & 31u) == 31u)
-            ii->flags |= INSN_SP_BASE;
+        ii->flags = insn_classify(w);
+        *link = ii; /* the block's memory instructions in order, for a fault */
+        link = &ii->next;
         int gate = visible ? own && ((ii->flags & INSN_ATOMIC) ||
                                      (!(ii->flags & INSN_SP_BASE) && sched_is_point_pc(pc)))
                            : (ii->flags & INSN_ATOMIC) ||
@@ -513,7 +473,7 @@ void plugin_finish(uint32_t extra_flags)
         vcpu_state *v = g_plugin.vcpus[i];
         if (v && v->pe >= 0 && v->nbuf) {
             g_plugin.threads[v->pe].events += v->nbuf;
-            if (weft_trace_writer_append(g_plugin.writer, (uint32_t)v->pe, v->buf, v->nbuf))
+            if (weft_trace_writer_append_buf(g_plugin.writer, v->lb) < 0)
                 atomic_fetch_add(&g_plugin.write_errors, 1);
             v->nbuf = 0;
         }
@@ -562,16 +522,20 @@ void plugin_finish(uint32_t extra_flags)
     inject_write_report(g_plugin.cfg.injected);
     spec_finish();
     char err[512];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (weft_trace_writer_finish(g_plugin.writer, &sum, err, sizeof err) != 0)
         fprintf(stderr, "weft: %s\n", err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     g_plugin.writer = NULL;
     if (getenv("WEFT_PLUGIN_STATS"))
         fprintf(stderr,
                 "weft-stats: gates=%" PRIu64 " waits=%" PRIu64 " escapes=%" PRIu64
                 " kernel_steps=%" PRIu64 " transactions=%" PRIu64 " released=%" PRIu64
-                " exclusive_yields=%" PRIu64 "\n",
+                " exclusive_yields=%" PRIu64 " finish_s=%.3f\n",
                 st.gates, st.gate_waits, st.escapes, st.kernel_steps, st.transactions,
-                st.released_syscalls, st.exclusive_yields);
+                st.released_syscalls, st.exclusive_yields,
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     free(tt);
 }
 
@@ -623,9 +587,15 @@ static int parse_args(int argc, char **argv)
     c->settings.ps_per_cycle = 1000;
     c->settings.mode = WEFT_MODE_FREE;
     c->settings.filter = WEFT_FILTER_NONSTACK;
+    c->settings.record = WEFT_RECORD_ALL;
     snprintf(c->settings.policy, sizeof c->settings.policy, "ideal");
     c->max_pes = 512;
     c->stall_ms = 2000;
+    c->max_bytes = PLUGIN_MAX_BYTES;
+    c->min_free = PLUGIN_MIN_FREE;
+    const char *mf = getenv("WEFT_TRACE_MIN_FREE"); /* tests: a "nearly full" disk */
+    if (mf && plugin_parse_u64(mf, &c->min_free) != 0)
+        c->min_free = PLUGIN_MIN_FREE;
     c->argi = -1;
     for (int i = 0; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
@@ -668,6 +638,14 @@ static int parse_args(int argc, char **argv)
             c->argi = (int)x;
         else if (!strcmp(k, "maxev") && num)
             c->max_events = x;
+        else if (!strcmp(k, "maxsize") && num)
+            c->max_bytes = x;
+        else if (!strcmp(k, "record") && !strcmp(val, "all"))
+            c->settings.record = WEFT_RECORD_ALL;
+        else if (!strcmp(k, "record") && !strcmp(val, "sync"))
+            c->settings.record = WEFT_RECORD_SYNC;
+        else if (!strcmp(k, "record") && !strcmp(val, "sync+writes"))
+            c->settings.record = WEFT_RECORD_SYNC | WEFT_RECORD_WRITES;
         else if (!strcmp(k, "inject"))
             c->inject = val;
         else if (!strcmp(k, "injected"))
@@ -765,6 +743,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         fprintf(stderr, "weft-tracer: %s\n", err);
         return -1;
     }
+    weft_trace_writer_set_limits(g_plugin.writer, g_plugin.cfg.max_bytes, g_plugin.cfg.min_free);
     pthread_t wd;
     if (pthread_create(&wd, NULL, watchdog, NULL) == 0)
         pthread_detach(wd);

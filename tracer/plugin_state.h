@@ -16,8 +16,37 @@
 
 #include "spec_shadow.h"
 
-#define PLUGIN_MAX_VCPUS 4096
-#define PLUGIN_BUF_EVENTS 4096
+#define PLUGIN_MAX_VCPUS WEFT_TRACE_BUF_SLOTS
+#define PLUGIN_BUF_EVENTS WEFT_TRACE_BUF_EVENTS
+/* Default trace limits (see docs/trace-format.md, "Limits"): a spool of
+ * 4 GiB is ~650 million events, minutes of tracing and more than any of
+ * weft's analyses handles comfortably; the final trace is several times
+ * smaller. The reserve leaves room for that trace and for everyone else. */
+#define PLUGIN_MAX_BYTES (4ull << 30)
+#define PLUGIN_MIN_FREE (256ull << 20)
+
+/* What translation learned about one memory instruction, handed to its
+ * callbacks. */
+typedef struct insn_info {
+    uint64_t pc;
+    uint32_t index; /* position in its TB */
+    uint32_t flags;
+    struct insn_info *next; /* the block's next memory instruction */
+    const char *callee;     /* INSN_CALL: the synchronization function called */
+} insn_info;
+
+#define INSN_ATOMIC 0x1u  /* exclusive, acquire/release, LSE or CAS: always a gate */
+#define INSN_RMW 0x2u     /* LSE atomic or CAS: one read-modify-write event */
+#define INSN_SP_BASE 0x4u /* addressed from SP: the thread's own stack */
+#define INSN_GATED 0x8u   /* has a gate */
+#define INSN_STORE 0x10u  /* writes memory */
+#define INSN_CALL 0x20u   /* the program calls a synchronization function: a visible point */
+
+/* A translation block: its length, and its memory instructions in order. */
+typedef struct tb_info {
+    uint32_t n;
+    insn_info *first_mem;
+} tb_info;
 
 /* One per vCPU index. qemu reuses indices after a thread exits, so a vCPU is
  * bound to a platform PE (by guest TID) on its first translation block. */
@@ -55,8 +84,15 @@ typedef struct vcpu_state {
         uint64_t pc, addr;
         int acc;
     } guess[64];
+    /* where a fault would be: the block running and its last memory
+     * instruction done (plugin_fault.c) */
+    const tb_info *cur_tb;
+    const insn_info *last_ii;
+    pid_t tid;
     size_t nbuf;
-    weft_event buf[PLUGIN_BUF_EVENTS];
+    weft_event *buf;    /* lb->ev */
+    weft_trace_buf *lb; /* in the writer's crash-proof file, or private */
+    int lb_private;     /* lb is ours (calloc), not the writer's */
 } vcpu_state;
 
 /* Per guest thread (PE), for the trace's thread table. */
@@ -82,6 +118,8 @@ typedef struct plugin_config {
     const char *inject;   /* delays to inject ("thread seq pc delay_cycles" lines) */
     const char *injected; /* JSON report of what was injected */
     uint64_t max_events;  /* stop recording after about this many events (0: no limit) */
+    uint64_t max_bytes;   /* stop the run when the spool would pass this (0: no limit) */
+    uint64_t min_free;    /* ... or when its file system has less free (0: never) */
 } plugin_config;
 
 /* Replays: which plain accesses are schedule points. */
@@ -179,6 +217,26 @@ typedef struct plugin {
 } plugin;
 
 extern plugin g_plugin;
+
+/* plugin_insn.c */
+void *plugin_arena_alloc(size_t n);
+int insn_is_load_store(uint32_t w);
+uint32_t insn_classify(uint32_t w); /* INSN_* flags but GATED */
+/* B or BL with a 26-bit word offset (a call, or a tail call at -O2): 1 and
+ * its target, or 0. */
+int insn_branch_target(uint32_t w, uint64_t pc, uint64_t *target);
+
+/* plugin_fault.c */
+/* At each translation: learns where guest memory sits in the host's, and
+ * the first time hooks the host SIGSEGV/SIGBUS handlers (qemu installs its
+ * own after loading plugins) to note a faulting access before qemu's
+ * handler turns it into the guest's fatal signal. */
+void plugin_fault_setup(struct qemu_plugin_tb *tb);
+/* The vCPU's event buffer: the writer's crash-proof one if it can. */
+int plugin_buf_attach(vcpu_state *v, unsigned index);
+/* The writer stopped at a limit: say why, leave the spool for salvage and
+ * end the process at once (another thread may be recording). */
+void plugin_stop(void) __attribute__((noreturn));
 
 static inline uint64_t vcpu_cycles_at(const vcpu_state *v, uint64_t insn_index)
 {

@@ -210,6 +210,7 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
                            v->sys_cycles);
         spec_thread_exited(v->pe, v->sys_cycles);
         weft_platform_thread_exit(p, v->pe, v->sys_cycles);
+        __atomic_store_n(&v->lb->thread, UINT32_MAX, __ATOMIC_RELEASE);
         v->pe = -1;
         break;
     case SYS_EXIT_GROUP:

@@ -31,9 +31,18 @@ void plugin_bind_vcpu(vcpu_state *v)
     while (pe > 0 && !atomic_load(&g_plugin.threads[pe].ready) &&
            !weft_platform_is_exiting(g_plugin.platform))
         nanosleep(&nap, NULL);
+    /* The buffer follows its thread: unowned while it changes hands, and
+     * empty before it counts from the thread's flushed events. */
+    __atomic_store_n(&v->lb->thread, UINT32_MAX, __ATOMIC_RELEASE);
+    __atomic_store_n(&v->lb->n, 0, __ATOMIC_RELEASE);
+    v->lb->base = g_plugin.threads[pe].events;
+    __atomic_store_n(&v->lb->thread, (uint32_t)pe, __ATOMIC_RELEASE);
+    v->tid = (pid_t)tid;
     v->pe = pe;
     v->begun = 0;
     v->tb_base = v->insns = 0;
+    v->cur_tb = NULL;
+    v->last_ii = NULL;
     v->nbuf = 0;
     v->offset = weft_platform_thread_start(g_plugin.platform, pe);
     v->last_gate = 0;

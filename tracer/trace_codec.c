@@ -1,5 +1,6 @@
 /* Byte-level encoding shared by the spool and the trace file: CRC-32,
- * varints, the delta-encoded event record, the header and the footer.
+ * varints, the delta-encoded event record (version 1 blocks and spool
+ * chunks) and checked I/O; the header and footer are in trace_header.c.
  * Layout reference: docs/trace-format.md. */
 #include <libdeflate.h>
 
@@ -173,6 +174,20 @@ size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n)
     return (size_t)(p - out);
 }
 
+size_t trc_chunk_build(uint8_t *out, uint32_t thread, const weft_event *ev, size_t n)
+{
+    /* The thread is the caller's, whatever the events say: chunk records
+     * do not store it. */
+    uint32_t plen = (uint32_t)trc_chunk_encode(out + CHUNK_HDR_SIZE, ev, n);
+    put_u32(out, CHUNK_MAGIC);
+    put_u32(out + 4, thread);
+    put_u32(out + 8, (uint32_t)n);
+    put_u32(out + 12, plen);
+    put_u64(out + 16, ev[0].time);
+    put_u32(out + 24, trc_crc32(trc_crc32(0, out, 24), out + CHUNK_HDR_SIZE, plen));
+    return CHUNK_HDR_SIZE + plen;
+}
+
 int trc_chunk_decode(trc_chunk_state *s, const uint8_t **pp, const uint8_t *end, trc_rec *out,
                      uint32_t n, const char **why)
 {
@@ -243,287 +258,6 @@ out:
     s->pc = pc;
     *pp = p;
     return rc;
-}
-
-/* ---- header ---- */
-
-typedef struct growbuf {
-    uint8_t *p;
-    size_t n, cap;
-    bool oom;
-} growbuf;
-
-static uint8_t *gb_room(growbuf *b, size_t n)
-{
-    if (b->oom)
-        return NULL;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n)
-            cap *= 2;
-        uint8_t *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return NULL;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    uint8_t *r = b->p + b->n;
-    b->n += n;
-    return r;
-}
-
-static void gb_u32(growbuf *b, uint32_t v)
-{
-    uint8_t *p = gb_room(b, 4);
-    if (p)
-        put_u32(p, v);
-}
-
-static void gb_u64(growbuf *b, uint64_t v)
-{
-    uint8_t *p = gb_room(b, 8);
-    if (p)
-        put_u64(p, v);
-}
-
-static void gb_bytes(growbuf *b, const void *s, size_t n)
-{
-    uint8_t *p = gb_room(b, n);
-    if (p && n)
-        memcpy(p, s, n);
-}
-
-static void gb_str(growbuf *b, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    gb_u32(b, (uint32_t)n);
-    gb_bytes(b, s, n);
-}
-
-size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint8_t **out)
-{
-    growbuf b = {0};
-    const weft_trace_settings *s = &m->settings;
-    gb_bytes(&b, magic, 8);
-    gb_u32(&b, WEFT_TRACE_VERSION);
-    gb_u32(&b, 0); /* header_len, patched below */
-    gb_u32(&b, s->mode);
-    gb_u32(&b, s->cpi);
-    gb_u64(&b, s->ps_per_cycle);
-    gb_u64(&b, s->quantum);
-    gb_u32(&b, s->filter);
-    uint32_t nr = s->nranges > WEFT_TRACE_MAX_RANGES ? WEFT_TRACE_MAX_RANGES : s->nranges;
-    gb_u32(&b, nr);
-    for (uint32_t i = 0; i < nr; i++) {
-        gb_u64(&b, s->range_lo[i]);
-        gb_u64(&b, s->range_hi[i]);
-    }
-    /* Zero-pad the policy after its NUL so equal names give equal bytes. */
-    char policy[32] = {0};
-    memcpy(policy, s->policy, strnlen(s->policy, sizeof policy - 1));
-    gb_bytes(&b, policy, sizeof policy);
-    gb_u64(&b, s->seed);
-    gb_str(&b, m->binary_path);
-    uint32_t bl = m->build_id_len > sizeof m->build_id ? sizeof m->build_id : m->build_id_len;
-    gb_u32(&b, bl);
-    gb_bytes(&b, m->build_id, bl);
-    gb_u32(&b, m->argc);
-    for (uint32_t i = 0; i < m->argc; i++)
-        gb_str(&b, m->argv ? m->argv[i] : NULL);
-    uint8_t *crcp = gb_room(&b, 4);
-    if (b.oom || b.n > UINT32_MAX || !crcp) {
-        free(b.p);
-        return 0;
-    }
-    put_u32(b.p + 12, (uint32_t)b.n);
-    put_u32(b.p + b.n - 4, trc_crc32(0, b.p, b.n - 4));
-    *out = b.p;
-    return b.n;
-}
-
-typedef struct cursor {
-    const uint8_t *p, *end;
-    bool bad;
-} cursor;
-
-static const uint8_t *cur_take(cursor *c, size_t n)
-{
-    if (c->bad || (size_t)(c->end - c->p) < n) {
-        c->bad = true;
-        return NULL;
-    }
-    const uint8_t *r = c->p;
-    c->p += n;
-    return r;
-}
-
-static uint32_t cur_u32(cursor *c)
-{
-    const uint8_t *p = cur_take(c, 4);
-    return p ? get_u32(p) : 0;
-}
-
-static uint64_t cur_u64(cursor *c)
-{
-    const uint8_t *p = cur_take(c, 8);
-    return p ? get_u64(p) : 0;
-}
-
-static char *cur_str(cursor *c)
-{
-    uint32_t n = cur_u32(c);
-    const uint8_t *p = cur_take(c, n);
-    if (!p)
-        return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (!s) {
-        c->bad = true;
-        return NULL;
-    }
-    memcpy(s, p, n);
-    s[n] = 0;
-    return s;
-}
-
-int trc_header_parse(const uint8_t *buf, size_t len, weft_trace_meta *m, char *why, size_t whylen)
-{
-    memset(m, 0, sizeof *m);
-    if (len < 20 || trc_crc32(0, buf, len - 4) != get_u32(buf + len - 4)) {
-        trc_seterr(why, whylen, "corrupt header (checksum mismatch)");
-        return -1;
-    }
-    cursor c = {buf + 16, buf + len - 4, false};
-    weft_trace_settings *s = &m->settings;
-    s->mode = cur_u32(&c);
-    s->cpi = cur_u32(&c);
-    s->ps_per_cycle = cur_u64(&c);
-    s->quantum = cur_u64(&c);
-    s->filter = cur_u32(&c);
-    s->nranges = cur_u32(&c);
-    if (s->nranges > WEFT_TRACE_MAX_RANGES) {
-        trc_seterr(why, whylen, "corrupt header (%u address ranges, at most %d)", s->nranges,
-                   WEFT_TRACE_MAX_RANGES);
-        return -1;
-    }
-    for (uint32_t i = 0; i < s->nranges; i++) {
-        s->range_lo[i] = cur_u64(&c);
-        s->range_hi[i] = cur_u64(&c);
-    }
-    const uint8_t *pol = cur_take(&c, sizeof s->policy);
-    if (pol) {
-        memcpy(s->policy, pol, sizeof s->policy);
-        s->policy[sizeof s->policy - 1] = 0;
-    }
-    s->seed = cur_u64(&c);
-    m->binary_path = cur_str(&c);
-    m->build_id_len = cur_u32(&c);
-    if (m->build_id_len > sizeof m->build_id) {
-        trc_seterr(why, whylen, "corrupt header (build-id of %u bytes)", m->build_id_len);
-        trc_meta_free(m);
-        return -1;
-    }
-    const uint8_t *bid = cur_take(&c, m->build_id_len);
-    if (bid)
-        memcpy(m->build_id, bid, m->build_id_len);
-    uint32_t argc = cur_u32(&c);
-    /* Each argument takes at least its 4-byte length, so this bounds argc by
-     * the header size before anything is allocated. */
-    if (!c.bad && argc > (size_t)(c.end - c.p) / 4)
-        c.bad = true;
-    if (!c.bad) {
-        m->argv = calloc((size_t)argc + 1, sizeof *m->argv);
-        if (!m->argv)
-            c.bad = true;
-    }
-    for (uint32_t i = 0; i < argc && !c.bad; i++) {
-        m->argv[i] = cur_str(&c);
-        m->argc = i + 1;
-    }
-    if (c.bad || c.p != c.end) {
-        trc_seterr(why, whylen, "corrupt header (fields do not match its length)");
-        trc_meta_free(m);
-        return -1;
-    }
-    return 0;
-}
-
-static char *dupstr(const char *s)
-{
-    return strdup(s ? s : "");
-}
-
-int trc_meta_copy(weft_trace_meta *dst, const weft_trace_meta *src)
-{
-    *dst = *src;
-    dst->binary_path = dupstr(src->binary_path);
-    dst->argv = calloc((size_t)src->argc + 1, sizeof *dst->argv);
-    if (!dst->binary_path || !dst->argv) {
-        dst->argc = 0;
-        trc_meta_free(dst);
-        return -1;
-    }
-    for (uint32_t i = 0; i < src->argc; i++) {
-        if (!(dst->argv[i] = dupstr(src->argv ? src->argv[i] : NULL))) {
-            dst->argc = i;
-            trc_meta_free(dst);
-            return -1;
-        }
-    }
-    if (dst->build_id_len > sizeof dst->build_id)
-        dst->build_id_len = sizeof dst->build_id;
-    if (dst->settings.nranges > WEFT_TRACE_MAX_RANGES)
-        dst->settings.nranges = WEFT_TRACE_MAX_RANGES;
-    dst->settings.policy[sizeof dst->settings.policy - 1] = 0;
-    return 0;
-}
-
-void trc_meta_free(weft_trace_meta *m)
-{
-    free(m->binary_path);
-    if (m->argv)
-        for (uint32_t i = 0; i < m->argc; i++)
-            free(m->argv[i]);
-    free(m->argv);
-    m->binary_path = NULL;
-    m->argv = NULL;
-    m->argc = 0;
-}
-
-/* ---- footer ---- */
-
-size_t trc_footer_encode(const weft_trace_summary *s, uint64_t nevents, uint64_t nblocks,
-                         uint8_t **out)
-{
-    size_t len = FOOTER_FIXED + (size_t)s->nthreads * FOOTER_THREAD;
-    uint8_t *b = calloc(1, len);
-    if (!b)
-        return 0;
-    memcpy(b, FOOTER_MAGIC, 8);
-    put_u32(b + 8, s->flags);
-    put_u32(b + 12, (uint32_t)s->exit_status);
-    put_u64(b + 16, s->stall_escapes);
-    put_u64(b + 24, s->makespan);
-    put_u64(b + 32, nevents);
-    put_u64(b + 40, nblocks);
-    put_u32(b + 48, s->nthreads);
-    for (uint32_t i = 0; i < s->nthreads; i++) {
-        const weft_trace_thread *t = &s->threads[i];
-        uint8_t *p = b + 52 + (size_t)i * FOOTER_THREAD;
-        put_u32(p, t->id);
-        put_u32(p + 4, t->parent);
-        put_u64(p + 8, t->tid);
-        put_u64(p + 16, t->start_time);
-        put_u64(p + 24, t->end_time);
-        put_u64(p + 32, t->events);
-        put_u64(p + 40, t->insns);
-        put_u32(p + 48, t->exited);
-        put_u32(p + 52, (uint32_t)t->exit_code);
-    }
-    put_u32(b + len - 4, trc_crc32(0, b, len - 4));
-    *out = b;
-    return len;
 }
 
 /* ---- checked I/O ---- */

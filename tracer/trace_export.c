@@ -373,7 +373,7 @@ static int export_vcd(weft_trace *t, FILE *f)
         return -2;
     }
     fprintf(f, "$comment weft trace of %s $end\n$version weft trace format %d $end\n",
-            m->binary_path, WEFT_TRACE_VERSION);
+            m->binary_path, (int)m->version);
     fprintf(f, "$timescale 1ns $end\n$scope module weft $end\n");
     static const char *const names[4] = {"alive", "raddr", "waddr", "writes"};
     static const int widths[4] = {1, 64, 64, 32};

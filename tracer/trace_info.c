@@ -8,15 +8,20 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define SHARED_BIT (1ull << 63)
 #define PATTERN_RAW_MAX 12 /* longer patterns are run-length encoded */
 #define PATTERN_OUT_MAX 96 /* and cut beyond this many characters */
+/* Letters kept per variable and thread: no printed pattern needs more, and
+ * it bounds memory on huge traces whatever one variable's access count. */
+#define PATTERN_KEEP (1u << 16)
 
 typedef struct thread_access {
     uint32_t thread;
-    char *letters; /* one of R, W, M (read-modify-write) per access */
+    char *letters; /* one of R, W, M (read-modify-write) per access, the first PATTERN_KEEP */
     size_t n, cap;
+    uint64_t total; /* accesses, kept or not */
     uint64_t writes;
 } thread_access;
 
@@ -85,9 +90,12 @@ static int var_add(var *v, const weft_event *ev)
         memset(a, 0, sizeof *a);
         a->thread = ev->thread;
     }
-    if (grow((void **)&a->letters, &a->cap, a->n + 1, 1) < 0)
-        return -1;
-    a->letters[a->n++] = ev->kind == WEFT_EV_READ ? 'R' : ev->kind == WEFT_EV_WRITE ? 'W' : 'M';
+    if (a->n < PATTERN_KEEP) {
+        if (grow((void **)&a->letters, &a->cap, a->n + 1, 1) < 0)
+            return -1;
+        a->letters[a->n++] = ev->kind == WEFT_EV_READ ? 'R' : ev->kind == WEFT_EV_WRITE ? 'W' : 'M';
+    }
+    a->total++;
     if (!weft_event_writes(ev->kind))
         return 0;
     a->writes++;
@@ -123,11 +131,11 @@ static void emit(char *out, size_t outlen, size_t *pos, const char *s, size_t n)
 /* Run-length encode a long pattern greedily: at each position take the
  * repeated unit (1..8 letters) that covers the most letters, if writing it
  * as "(unit)xN" is shorter than the letters themselves. */
-static void pattern_format(const char *s, size_t n, char *out, size_t outlen)
+static void pattern_format(const char *s, size_t n, uint64_t total, char *out, size_t outlen)
 {
     size_t pos = 0;
     out[0] = 0;
-    if (n <= PATTERN_RAW_MAX) {
+    if (total <= PATTERN_RAW_MAX) {
         emit(out, outlen, &pos, s, n);
         return;
     }
@@ -158,9 +166,9 @@ static void pattern_format(const char *s, size_t n, char *out, size_t outlen)
             i++;
         }
     }
-    if (i < n) {
+    if (i < total) {
         char tail[48];
-        int tl = snprintf(tail, sizeof tail, "...(%zu more)", n - i);
+        int tl = snprintf(tail, sizeof tail, "...(%" PRIu64 " more)", total - i);
         emit(out, outlen, &pos, tail, (size_t)tl);
     }
 }
@@ -177,13 +185,67 @@ static int per_cmp(const void *a, const void *b)
     return x->thread < y->thread ? -1 : x->thread > y->thread;
 }
 
+/* Where a run that did not end normally ended: how, when, and its last
+ * event (the faulting access if there is one). */
+static void print_end(const weft_trace_summary *s, const weft_event *last, weft_symbols *syms,
+                      FILE *out)
+{
+    uint32_t odd = WEFT_TRACE_TRUNCATED | WEFT_TRACE_CRASHED | WEFT_TRACE_TIMED_OUT |
+                   WEFT_TRACE_DEADLOCK | WEFT_TRACE_STOPPED;
+    if (!(s->flags & odd))
+        return;
+    fprintf(out, "ended          ");
+    if (s->flags & WEFT_TRACE_STOPPED)
+        fprintf(out, "stopped by weft at a trace limit (size or free disk)");
+    else if (s->exit_status < 0 && (s->flags & WEFT_TRACE_TIMED_OUT))
+        fprintf(out, "timed out, killed by signal %d", -s->exit_status);
+    else if (s->exit_status < 0)
+        fprintf(out, "by signal %d (%s)", -s->exit_status, strsignal(-s->exit_status));
+    else if (s->flags & WEFT_TRACE_DEADLOCK)
+        fprintf(out, "in a deadlock");
+    else
+        fprintf(out, "recording cut short (--max-events)");
+    if (!last) {
+        fprintf(out, ", before any event\n");
+        return;
+    }
+    fprintf(out, " at %" PRIu64 " ns; last event: T%u ", last->time, last->thread);
+    if (last->kind == WEFT_EV_FAULT)
+        fprintf(out, "faulting %s of 0x%" PRIx64,
+                last->flags & WEFT_EVF_FAULT_WRITE ? "write" : "read", last->addr);
+    else if (last->kind == WEFT_EV_SYSCALL)
+        fprintf(out, "syscall %" PRIu64, last->addr);
+    else
+        fprintf(out, "%s 0x%" PRIx64, weft_event_kind_name(last->kind), last->addr);
+    const char *fn = NULL, *file = NULL;
+    int line = 0;
+    if (last->pc)
+        fprintf(out, " at pc 0x%" PRIx64, last->pc);
+    if (last->pc && syms && weft_symbols_pc(syms, last->pc, &fn, &file, &line) == 0 && fn) {
+        if (file)
+            fprintf(out, " (%s, %s:%d)", fn, file, line);
+        else
+            fprintf(out, " (%s)", fn);
+    }
+    fputc('\n', out);
+}
+
 static void print_header(weft_trace *t, FILE *out)
 {
     const weft_trace_meta *m = weft_trace_get_meta(t);
     const weft_trace_summary *s = weft_trace_get_summary(t);
     const weft_trace_settings *st = &m->settings;
     fprintf(out, "trace          %s (format %d, %" PRIu64 " events)\n", weft_trace_path(t),
-            WEFT_TRACE_VERSION, weft_trace_event_count(t));
+            (int)m->version, weft_trace_event_count(t));
+    struct stat sb;
+    uint64_t n = weft_trace_event_count(t);
+    if (stat(weft_trace_path(t), &sb) == 0) {
+        fprintf(out, "size           %lld bytes, %.3f bytes/event", (long long)sb.st_size,
+                n ? (double)sb.st_size / (double)n : 0.0);
+        if (m->zstd_level)
+            fprintf(out, " (zstd level %u)", m->zstd_level);
+        fputc('\n', out);
+    }
     fprintf(out, "binary         %s", m->binary_path);
     if (m->build_id_len) {
         fprintf(out, " (build-id ");
@@ -216,12 +278,20 @@ static void print_header(weft_trace *t, FILE *out)
     for (uint32_t i = 0; i < st->nranges; i++)
         fprintf(out, " [0x%" PRIx64 ",0x%" PRIx64 ")", st->range_lo[i], st->range_hi[i]);
     fprintf(out, ", policy %s seed %" PRIu64 "\n", st->policy, st->seed);
-    static const char *const flag_names[] = {"complete", "truncated", "crashed", "timed-out",
-                                             "deadlock"};
+    if (st->record != WEFT_RECORD_ALL)
+        fprintf(out, "recorded       %s%s%s (plain %s%s%s not recorded)\n",
+                st->record & WEFT_RECORD_SYNC ? "sync" : "",
+                st->record & WEFT_RECORD_WRITES ? "+writes" : "",
+                st->record & WEFT_RECORD_READS ? "+reads" : "",
+                st->record & WEFT_RECORD_READS ? "" : "reads",
+                !(st->record & (WEFT_RECORD_READS | WEFT_RECORD_WRITES)) ? " and " : "",
+                st->record & WEFT_RECORD_WRITES ? "" : "writes");
+    static const char *const flag_names[] = {"complete",  "truncated", "crashed",
+                                             "timed-out", "deadlock",  "stopped"};
     fprintf(out, "flags         ");
     if (!s->flags)
         fprintf(out, " none");
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (s->flags & (1u << i))
             fprintf(out, " %s", flag_names[i]);
     if (s->exit_status < 0)
@@ -271,7 +341,7 @@ static void print_vars(var *vars, size_t nvars, weft_symbols *syms, FILE *out)
         qsort(v->per, v->nper, sizeof *v->per, per_cmp);
         for (size_t k = 0; k < v->nper; k++) {
             char pat[PATTERN_OUT_MAX + 64];
-            pattern_format(v->per[k].letters, v->per[k].n, pat, sizeof pat);
+            pattern_format(v->per[k].letters, v->per[k].n, v->per[k].total, pat, sizeof pat);
             fprintf(out, "%s T%u %s", k ? "," : "", v->per[k].thread, pat);
         }
         uint64_t pairs = cross_pairs(v->writes, &v->per[0].writes, v->nper, sizeof v->per[0]);
@@ -293,9 +363,16 @@ int weft_trace_print_info(weft_trace *t, weft_symbols *syms, FILE *out)
     if (!rw)
         goto out;
 
-    /* Pass 1: per-thread counts; which addresses have two or more threads. */
+    /* Pass 1: per-thread counts; which addresses have two or more threads;
+     * the last event (a fault is always its thread's last). */
+    weft_event last = {0};
+    bool any = false, fault = false;
     weft_trace_rewind(t);
     while ((r = weft_trace_next(t, &ev)) == 1) {
+        if (!fault)
+            last = ev;
+        any = true;
+        fault |= ev.kind == WEFT_EV_FAULT;
         if (!weft_event_is_access(ev.kind))
             continue;
         rw[ev.thread][ev.kind == WEFT_EV_READ ? 0 : ev.kind == WEFT_EV_WRITE ? 1 : 2]++;
@@ -337,6 +414,7 @@ int weft_trace_print_info(weft_trace *t, weft_symbols *syms, FILE *out)
         goto out;
 
     print_header(t, out);
+    print_end(s, any ? &last : NULL, syms, out);
     print_threads(s, (const uint64_t(*)[3])rw, out);
     print_vars(vars, nvars, syms, out);
     rc = ferror(out) ? -1 : 0;

@@ -6,6 +6,7 @@
 
 #include "weft/trace.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,10 +18,12 @@
 #define FOOTER_MAGIC "WEFTSUM\0"
 #define TRAILER_MAGIC "WEFTEND\0"
 #define BLOCK_MAGIC 0x4b4c4257u /* "WBLK" little-endian */
+#define FRAME_MAGIC 0x4d524657u /* "WFRM" little-endian */
 #define CHUNK_MAGIC 0x4b484357u /* "WCHK" little-endian */
 
 #define BLOCK_HDR_SIZE 24 /* magic, count, payload_len, base_time, crc */
 #define CHUNK_HDR_SIZE 28 /* magic, thread, count, payload_len, base_time, crc */
+#define FRAME_HDR_SIZE 28 /* magic, count, raw_len, comp_len, base_time, crc */
 #define TRAILER_SIZE 16   /* footer offset, magic */
 #define FOOTER_FIXED 56   /* footer without the thread records */
 #define FOOTER_THREAD 56  /* one thread record */
@@ -33,6 +36,19 @@
  * varint (10), size (1), flags varint (3), two zigzag varints (10 each). */
 #define REC_MAX 40
 #define PAYLOAD_MAX ((size_t)BLOCK_MAX_EVENTS * REC_MAX)
+
+/* Version 2 frames: the writer cuts a frame every FRAME_EVENTS events
+ * (larger frames give zstd more to match: 2^18 compress 5% better than 2^16
+ * on a real program's trace), readers accept up to FRAME_MAX_EVENTS. */
+#define FRAME_EVENTS (1u << 18)
+#define FRAME_MAX_EVENTS (1u << 20)
+#define FRAME_STREAMS 7
+#define FRAME_RAW_MAX(n) (FRAME_STREAMS * 4 + (size_t)(n)*REC_MAX)
+/* zstd level of version 2 traces unless WEFT_TRACE_ZSTD_LEVEL says otherwise
+ * (chosen by results/bench-trace.sh: see docs/trace-format.md). */
+#define TRC_ZSTD_LEVEL_DEFAULT 1
+/* The level to write with: 0 = version 1 (uncompressed blocks), 1..19. */
+int trc_zstd_level(void);
 
 /* ---- little-endian fields ---- */
 static inline void put_u32(uint8_t *p, uint32_t v)
@@ -229,9 +245,68 @@ size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n);
 int trc_chunk_decode(trc_chunk_state *s, const uint8_t **p, const uint8_t *end, trc_rec *out,
                      uint32_t n, const char **why);
 
+/* ---- version 2 frames (trace_frame.c) ----
+ * A frame holds consecutive events in canonical order as seven byte streams
+ * (tags, threads, times, sizes, flags, addresses, pcs) compressed together
+ * as one zstd frame. A record is predicted from the same thread's previous
+ * pc (straight-line code repeats the next pc, time step, kind, size and
+ * flags) and its address from the same thread and pc's previous address
+ * and stride, so what is left for zstd is mostly the addresses' real
+ * entropy. The prediction tables are direct-mapped and restart with each
+ * frame, so frames decode on their own. */
+#define PRED_BITS 16
+
+typedef struct trc_pred {
+    uint64_t pc;   /* key: the thread's previous pc (next) or this pc (addr) */
+    uint64_t a, b; /* next: pc, time step; addr: address, stride */
+    uint32_t thread, gen;
+    uint8_t kind, size;
+    uint16_t flags;
+} trc_pred;
+
+typedef struct trc_frame {
+    uint32_t nslots, gen;
+    uint32_t *slot_gen;
+    uint64_t *prev_pc, *prev_addr, *prev_time;
+    uint64_t base_time;
+    uint32_t thread; /* the previous record's */
+    trc_pred *next, *addr;
+    /* streams: the encoder's buffers, or the decoder's cursors into one
+     * decompressed frame */
+    uint8_t *s[FRAME_STREAMS], *p[FRAME_STREAMS];
+    const uint8_t *end[FRAME_STREAMS];
+} trc_frame;
+
+int trc_frame_init(trc_frame *f, uint32_t nslots);
+void trc_frame_free(trc_frame *f);
+void trc_frame_reset(trc_frame *f, uint64_t base_time);
+/* Encoder: buffers for `events` records, then the records r[0..n). */
+int trc_frame_alloc_streams(trc_frame *f, uint32_t events);
+void trc_frame_put(trc_frame *f, const trc_rec *r, size_t n);
+/* Lay the streams out as the frame's raw bytes in out (at most
+ * FRAME_RAW_MAX(events)); returns the length and empties the streams. */
+size_t trc_frame_finish(trc_frame *f, uint8_t *out);
+/* Decoder: point the cursors into raw (raw_len bytes, decompressed); 0 or
+ * -1 with *why. Then one call per record, and trc_frame_done at the end. */
+int trc_frame_open(trc_frame *f, const uint8_t *raw, size_t raw_len, uint64_t base_time,
+                   const char **why);
+int trc_frame_get(trc_frame *f, weft_event *ev, const char **why);
+int trc_frame_done(const trc_frame *f, const char **why);
+
+/* A whole spool chunk (header and records) of n <= BLOCK_EVENTS events of
+ * one thread into out (room for CHUNK_HDR_SIZE + n * REC_MAX); returns its
+ * length. */
+size_t trc_chunk_build(uint8_t *out, uint32_t thread, const weft_event *ev, size_t n);
+
+/* The record a writer that stopped appends to its spool, for salvage. */
+#define STOP_MAGIC 0x50545357u /* "WSTP" little-endian */
+#define STOP_SIZE 16           /* magic, reason, crc of the first 8 bytes, 0 */
+
 /* ---- header (trace and spool share it, only the magic differs) ---- */
-/* Encode meta into a malloc'd buffer; returns its length or 0 on overflow. */
-size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint8_t **out);
+/* Encode meta into a malloc'd buffer as format `version` (1 or 2; the
+ * level is recorded from 2 on); returns its length or 0 on overflow. */
+size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint32_t version,
+                         uint32_t zstd_level, uint8_t **out);
 /* Parse a complete header buffer (length already checked against header_len).
  * Returns 0 or -1 with a reason (no path) in why. */
 int trc_header_parse(const uint8_t *buf, size_t len, weft_trace_meta *m, char *why, size_t whylen);
@@ -295,6 +370,73 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
                        const weft_trace_summary *summary, uint32_t add_flags, bool salvage,
                        int32_t exit_status, char *err, size_t errlen);
 
+/* ---- live buffers (trace_live.c) ---- */
+typedef struct trc_live {
+    int fd;
+    uint8_t *map;
+    size_t size;
+    char *path;
+    uint8_t *ready; /* per slot: disk space reserved */
+    pthread_mutex_t lock;
+    bool inited; /* lock initialized */
+} trc_live;
+
+/* Create `path`.live beside the spool (identified by spool_fd); on failure
+ * the writer goes on without (l->map NULL). */
+void trc_live_open(trc_live *l, const char *path, int spool_fd);
+weft_trace_buf *trc_live_slot(trc_live *l, unsigned slot);
+void trc_live_close(trc_live *l, bool remove);
+/* Salvage: append the events still in `path`.live's buffers to the spool
+ * as chunks from *end on (advancing it), and index them; the fault note
+ * too if exit_status says the run died of it. Returns 0 or -1 (I/O). */
+int trc_live_salvage(const char *path, int spool_fd, trc_spool_index *ix, uint64_t *end,
+                     int32_t exit_status);
+void trc_live_unlink(const char *path);
+
+/* ---- the reader (trace_read.c, trace_read_frames.c) ---- */
+struct weft_trace {
+    char *path;
+    int fd;
+    uint64_t size;
+    uint32_t header_len;
+    uint64_t footer_off;
+    weft_trace_meta meta;
+    weft_trace_summary summary;
+    uint64_t nevents, nblocks;
+    /* iteration */
+    uint64_t off;   /* next block */
+    weft_event *ev; /* the decoded current block */
+    uint32_t nev, pos, ev_cap;
+    uint8_t *blk;
+    size_t blk_cap;
+    trc_delta d;
+    uint64_t *seq; /* per thread */
+    /* version 2: the current frame, decoded, as one run per thread that
+     * a heap merges back into canonical order */
+    trc_frame fr;
+    uint8_t *raw;
+    size_t raw_cap;
+    weft_event *fev;
+    uint32_t fev_cap;
+    uint32_t *run_pos, *run_end, *heap; /* per run; heap of run indices */
+    uint64_t *run_time;                 /* per run: its next event's time */
+    uint32_t nruns, runs_cap;
+    uint32_t fleft;         /* events of the frame not yet delivered */
+    uint64_t foff;          /* its offset, for messages */
+    struct ZSTD_DCtx_s *zd; /* zstd.h's ZSTD_DCtx */
+    uint64_t last_time;
+    uint32_t last_thread;
+    bool any, failed;
+    char err[512];
+};
+
+/* A damaged block or frame at off: sets the error, returns -1. */
+int trc_read_fail(weft_trace *t, uint64_t off, const char *what);
+/* Version 2: frames' headers at open; the next frame; its next event. */
+int trc_read_check_frames(weft_trace *t, char *why, size_t wl);
+int trc_read_load_frame(weft_trace *t);
+int trc_read_frame_next(weft_trace *t, weft_event *ev);
+
 /* ---- address-keyed hash map (trace_addrmap.c) ---- */
 typedef struct trc_addrmap {
     uint64_t *keys;
@@ -325,7 +467,16 @@ typedef struct block_out {
     /* the encoder's side */
     trc_out *o;
     trc_delta d;
-    uint64_t nblocks;
+    uint64_t nblocks; /* blocks (version 1) or frames (version 2) written */
+    /* version 2: the frame being filled, and its compression */
+    int level; /* 0: version 1 blocks */
+    trc_frame fr;
+    uint32_t fn;             /* events in the frame so far */
+    trc_rec *frec, *fsorted; /* the frame in canonical order, then by thread */
+    uint32_t *tpos;          /* per thread: where its records go */
+    uint8_t *raw, *zbuf;
+    size_t zcap;
+    void *zc; /* ZSTD_CCtx */
     /* the ring: slot[i % RING_SLOTS] for i in [tail, head) are merged and
      * not encoded yet */
     mblock *slot;
@@ -338,7 +489,8 @@ typedef struct block_out {
     pthread_t thread;
 } block_out;
 
-int block_out_start(block_out *b, trc_out *o, uint32_t nthreads);
+/* level: 0 writes version 1 blocks, else version 2 frames at that zstd level. */
+int block_out_start(block_out *b, trc_out *o, uint32_t nthreads, int level);
 /* A free ring slot for the merge to fill, or NULL if the encoder failed. */
 mblock *block_out_next(block_out *b);
 void block_out_publish(block_out *b, mblock *mb);

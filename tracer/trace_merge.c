@@ -337,13 +337,14 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }
-    size_t hlen = trc_header_encode(meta, TRC_MAGIC, &hdr);
+    int level = trc_zstd_level();
+    size_t hlen = trc_header_encode(meta, TRC_MAGIC, level ? 2 : 1, (uint32_t)level, &hdr);
     if (!hlen) {
         trc_seterr(err, errlen, "%s: trace header too large", path);
         goto out;
     }
     trc_out_write(&o, hdr, hlen);
-    if (block_out_start(&b, &o, nt) < 0) {
+    if (block_out_start(&b, &o, nt, level) < 0) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }
@@ -461,14 +462,20 @@ out:
 /* Scan the spool's chunks, stopping at the first one that is torn or does
  * not verify: a crash can only damage the tail, and nothing after a bad
  * chunk can be trusted to be in order. */
-static int scan_spool(int fd, uint64_t off, trc_spool_index *ix)
+static int scan_spool(int fd, uint64_t off, trc_spool_index *ix, uint64_t *end, int *stopped)
 {
     uint8_t h[CHUNK_HDR_SIZE];
     uint8_t *buf = NULL;
     size_t cap = 0;
     trc_rec recs[MERGE_BATCH];
     for (;;) {
-        if (trc_pread_all(fd, h, sizeof h, off) != (ssize_t)sizeof h)
+        ssize_t got = trc_pread_all(fd, h, sizeof h, off);
+        /* A writer that stopped at a limit said so, and wrote nothing after. */
+        if (got >= STOP_SIZE && get_u32(h) == STOP_MAGIC && trc_crc32(0, h, 8) == get_u32(h + 8)) {
+            *stopped = (int)get_u32(h + 4);
+            break;
+        }
+        if (got != (ssize_t)sizeof h)
             break;
         uint32_t thread = get_u32(h + 4), count = get_u32(h + 8), len = get_u32(h + 12);
         if (get_u32(h) != CHUNK_MAGIC || thread >= WEFT_TRACE_MAX_THREADS || count == 0 ||
@@ -505,6 +512,7 @@ static int scan_spool(int fd, uint64_t off, trc_spool_index *ix)
         off += sizeof h + len;
     }
     free(buf);
+    *end = off;
     return 0;
 }
 
@@ -526,7 +534,8 @@ int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_stat
     uint8_t *hdr = NULL;
     weft_trace_meta meta = {0};
     trc_spool_index ix = {0};
-    int fd = open(spool, O_RDONLY | O_CLOEXEC);
+    /* Read-write: the events left in the threads' buffers join the spool. */
+    int fd = open(spool, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         trc_seterr(err, errlen, "%s: cannot open: %s", spool, strerror(errno));
         goto out;
@@ -545,8 +554,9 @@ int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_stat
         goto out;
     }
     uint32_t version = get_u32(fixed + 8), hlen = get_u32(fixed + 12);
-    if (version != WEFT_TRACE_VERSION) {
-        trc_seterr(err, errlen, "%s: spool format version %u, this weft supports %d", spool,
+    /* Chunks are the same in both versions; only the header grew. */
+    if (version == 0 || version > WEFT_TRACE_VERSION) {
+        trc_seterr(err, errlen, "%s: spool format version %u, this weft reads 1 to %d", spool,
                    version, WEFT_TRACE_VERSION);
         goto out;
     }
@@ -560,15 +570,26 @@ int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_stat
         trc_seterr(err, errlen, "%s: %s", spool, why);
         goto out;
     }
-    if (scan_spool(fd, hlen, &ix) < 0) {
+    uint64_t end;
+    int stopped = 0;
+    if (scan_spool(fd, hlen, &ix, &end, &stopped) < 0) {
         trc_seterr(err, errlen, "%s: out of memory", spool);
         goto out;
     }
-    rc = trc_merge_to_trace(path, fd, spool, &meta, &ix, NULL,
-                            WEFT_TRACE_TRUNCATED | (extra_flags & ~WEFT_TRACE_COMPLETE), true,
-                            exit_status, err, errlen);
-    if (rc == 0)
+    /* Past the last good chunk: a torn one, or the stop record, goes. */
+    if (ftruncate(fd, (off_t)end) < 0 || trc_live_salvage(path, fd, &ix, &end, exit_status) < 0) {
+        trc_seterr(err, errlen, "%s: cannot add the buffered events: %s", spool, strerror(errno));
+        goto out;
+    }
+    uint32_t flags = WEFT_TRACE_TRUNCATED | (extra_flags & ~WEFT_TRACE_COMPLETE);
+    if (stopped)
+        flags |= WEFT_TRACE_STOPPED;
+    rc = trc_merge_to_trace(path, fd, spool, &meta, &ix, NULL, flags, true, exit_status, err,
+                            errlen);
+    if (rc == 0) {
         unlink(spool);
+        trc_live_unlink(path);
+    }
 out:
     if (fd >= 0)
         close(fd);

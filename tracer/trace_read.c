@@ -10,31 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #define HEADER_MAX (1u << 24)
-
-struct weft_trace {
-    char *path;
-    int fd;
-    uint64_t size;
-    uint32_t header_len;
-    uint64_t footer_off;
-    weft_trace_meta meta;
-    weft_trace_summary summary;
-    uint64_t nevents, nblocks;
-    /* iteration */
-    uint64_t off;   /* next block */
-    weft_event *ev; /* the decoded current block */
-    uint32_t nev, pos, ev_cap;
-    uint8_t *blk;
-    size_t blk_cap;
-    trc_delta d;
-    uint64_t *seq; /* per thread */
-    uint64_t last_time;
-    uint32_t last_thread;
-    bool any, failed;
-    char err[512];
-};
 
 static void trace_free(weft_trace *t)
 {
@@ -42,6 +20,14 @@ static void trace_free(weft_trace *t)
         close(t->fd);
     trc_meta_free(&t->meta);
     trc_delta_free(&t->d);
+    trc_frame_free(&t->fr);
+    ZSTD_freeDCtx(t->zd);
+    free(t->raw);
+    free(t->fev);
+    free(t->run_pos);
+    free(t->run_end);
+    free(t->heap);
+    free(t->run_time);
     free(t->summary.threads);
     free(t->ev);
     free(t->blk);
@@ -130,6 +116,8 @@ static int parse_footer(weft_trace *t, const uint8_t *f, size_t len, char *why, 
  * reported at open, not halfway through an analysis. */
 static int check_blocks(weft_trace *t, char *why, size_t wl)
 {
+    if (t->meta.version >= 2)
+        return trc_read_check_frames(t, why, wl);
     uint64_t off = t->header_len, events = 0, blocks = 0;
     while (off < t->footer_off) {
         uint8_t h[BLOCK_HDR_SIZE];
@@ -247,13 +235,15 @@ weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
     if (fr < 0 || check_blocks(t, why, sizeof why) < 0)
         return open_fail(t, err, errlen, "%s", why);
 
-    if (trc_delta_init(&t->d, t->summary.nthreads, false) < 0)
+    if (t->meta.version >= 2
+            ? trc_frame_init(&t->fr, t->summary.nthreads) < 0 || !(t->zd = ZSTD_createDCtx())
+            : trc_delta_init(&t->d, t->summary.nthreads, false) < 0)
         return open_fail(t, err, errlen, "out of memory");
     weft_trace_rewind(t);
     return t;
 }
 
-static int next_fail(weft_trace *t, uint64_t off, const char *what)
+int trc_read_fail(weft_trace *t, uint64_t off, const char *what)
 {
     snprintf(t->err, sizeof t->err, "%s: corrupt block at offset %llu (%s)", t->path,
              (unsigned long long)off, what);
@@ -266,27 +256,27 @@ static int load_block(weft_trace *t)
     uint64_t off = t->off;
     uint8_t h[BLOCK_HDR_SIZE];
     if (read_at(t, h, sizeof h, off) < 0)
-        return next_fail(t, off, "cannot read header");
+        return trc_read_fail(t, off, "cannot read header");
     uint32_t count = get_u32(h + 4), len = get_u32(h + 8);
     /* Re-check: the file may have changed since open. */
     if (get_u32(h) != BLOCK_MAGIC || count == 0 || count > BLOCK_MAX_EVENTS || len > PAYLOAD_MAX ||
         off + BLOCK_HDR_SIZE + len > t->footer_off)
-        return next_fail(t, off, "bad header");
+        return trc_read_fail(t, off, "bad header");
     if (len > t->blk_cap) {
         uint8_t *b = realloc(t->blk, len);
         if (!b)
-            return next_fail(t, off, "out of memory");
+            return trc_read_fail(t, off, "out of memory");
         t->blk = b;
         t->blk_cap = len;
     }
     if (read_at(t, t->blk, len, off + BLOCK_HDR_SIZE) < 0)
-        return next_fail(t, off, "cut short");
+        return trc_read_fail(t, off, "cut short");
     if (trc_crc32(trc_crc32(0, h, 20), t->blk, len) != get_u32(h + 20))
-        return next_fail(t, off, "checksum mismatch");
+        return trc_read_fail(t, off, "checksum mismatch");
     if (count > t->ev_cap) {
         weft_event *v = realloc(t->ev, count * sizeof *v);
         if (!v)
-            return next_fail(t, off, "out of memory");
+            return trc_read_fail(t, off, "out of memory");
         t->ev = v;
         t->ev_cap = count;
     }
@@ -297,18 +287,18 @@ static int load_block(weft_trace *t)
         weft_event *ev = &t->ev[i];
         size_t n = trc_rec_decode(&t->d, p, end, ev, &why);
         if (!n)
-            return next_fail(t, off, why);
+            return trc_read_fail(t, off, why);
         p += n;
         /* Canonical order is part of the format: (time, thread) never decreases. */
         if (t->any &&
             (ev->time < t->last_time || (ev->time == t->last_time && ev->thread < t->last_thread)))
-            return next_fail(t, off, "events out of order");
+            return trc_read_fail(t, off, "events out of order");
         t->any = true;
         t->last_time = ev->time;
         t->last_thread = ev->thread;
     }
     if (p != end)
-        return next_fail(t, off, "trailing bytes");
+        return trc_read_fail(t, off, "trailing bytes");
     t->nev = count;
     t->pos = 0;
     t->off = off + BLOCK_HDR_SIZE + len;
@@ -319,6 +309,16 @@ int weft_trace_next(weft_trace *t, weft_event *ev)
 {
     if (t->failed)
         return -1;
+    if (t->meta.version >= 2) {
+        if (t->fleft == 0 && t->off < t->footer_off && trc_read_load_frame(t) < 0)
+            return -1;
+        if (t->fleft) {
+            if (trc_read_frame_next(t, ev) < 0)
+                return -1;
+            ev->seq = t->seq[ev->thread]++;
+            return 1;
+        }
+    }
     while (t->pos == t->nev) {
         if (t->off >= t->footer_off) {
             /* The footer's per-thread counts are what plans are checked
@@ -347,6 +347,7 @@ void weft_trace_rewind(weft_trace *t)
 {
     t->off = t->header_len;
     t->nev = t->pos = 0;
+    t->fleft = 0;
     t->any = false;
     t->failed = false;
     t->err[0] = 0;
@@ -442,6 +443,7 @@ static const char *const kind_names[WEFT_EV_KIND_COUNT] = {
     [WEFT_EV_FUTEX_WAKE] = "futex_wake",
     [WEFT_EV_SYSCALL] = "syscall",
     [WEFT_EV_DELAY] = "delay",
+    [WEFT_EV_FAULT] = "fault",
 };
 
 const char *weft_event_kind_name(uint8_t kind)

@@ -13,7 +13,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+
+/* How often the free space is looked at while the spool grows. */
+#define FREE_CHECK_STEP (64u << 20)
 
 struct weft_trace_writer {
     char *path, *spool_path;
@@ -22,6 +26,9 @@ struct weft_trace_writer {
     pthread_mutex_t lock;
     weft_trace_meta meta;
     trc_spool_index ix;
+    trc_live live;
+    uint64_t max_bytes, min_free, next_check, free_seen;
+    int stopped; /* WEFT_TRACE_STOP_*, sticky */
     bool failed; /* sticky: the first error is reported by finish */
     char errmsg[512];
 };
@@ -39,6 +46,7 @@ static void writer_free(weft_trace_writer *w)
 {
     if (w->fd >= 0)
         close(w->fd);
+    trc_live_close(&w->live, false);
     trc_meta_free(&w->meta);
     trc_index_free(&w->ix);
     pthread_mutex_destroy(&w->lock);
@@ -60,6 +68,7 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
         return NULL;
     }
     w->fd = -1;
+    w->live.fd = -1;
     pthread_mutex_init(&w->lock, NULL);
     w->path = strdup(path);
     w->spool_path = path_with_suffix(path, ".spool");
@@ -76,7 +85,7 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
     }
     /* The spool starts with the meta so that salvage needs nothing else. */
     uint8_t *hdr;
-    size_t hlen = trc_header_encode(&w->meta, SPOOL_MAGIC, &hdr);
+    size_t hlen = trc_header_encode(&w->meta, SPOOL_MAGIC, WEFT_TRACE_VERSION, 0, &hdr);
     if (!hlen) {
         trc_seterr(err, errlen, "%s: trace header too large", path);
         unlink(w->spool_path);
@@ -92,7 +101,77 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
         return NULL;
     }
     w->off = hlen;
+    trc_live_open(&w->live, path, w->fd);
     return w;
+}
+
+weft_trace_buf *weft_trace_writer_buf(weft_trace_writer *w, unsigned slot)
+{
+    return w ? trc_live_slot(&w->live, slot) : NULL;
+}
+
+int weft_trace_writer_append_buf(weft_trace_writer *w, weft_trace_buf *b)
+{
+    uint32_t n = b->n;
+    int rc = weft_trace_writer_append(w, b->thread, b->ev, n);
+    if (rc == 1)
+        return rc; /* stopped: the events stay for salvage, the caller ends */
+    /* Empty first, then move the base: a death in between leaves n = 0,
+     * never events counted twice (salvage skips what the spool holds).
+     * After a failed append the base moves all the same: what the caller
+     * records next must not pass for these events. */
+    __atomic_store_n(&b->n, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&b->base, b->base + n, __ATOMIC_RELEASE);
+    return rc;
+}
+
+void weft_trace_writer_set_limits(weft_trace_writer *w, uint64_t max_bytes, uint64_t min_free)
+{
+    pthread_mutex_lock(&w->lock);
+    w->max_bytes = max_bytes;
+    w->min_free = min_free;
+    w->next_check = 0; /* at the next append */
+    pthread_mutex_unlock(&w->lock);
+}
+
+int weft_trace_writer_stopped(weft_trace_writer *w, uint64_t *free_bytes)
+{
+    pthread_mutex_lock(&w->lock);
+    int r = w->stopped;
+    if (free_bytes)
+        *free_bytes = w->free_seen;
+    pthread_mutex_unlock(&w->lock);
+    return r;
+}
+
+/* Under the lock, before len more bytes go to the spool: 0 to go on, or
+ * stop for good, leaving a stop record that salvage turns into a flag. */
+static int limits_allow(weft_trace_writer *w, size_t len)
+{
+    int why = 0;
+    if (w->stopped)
+        return w->stopped;
+    if (w->max_bytes && w->off + len > w->max_bytes)
+        why = WEFT_TRACE_STOP_SIZE;
+    if (!why && w->min_free && w->off >= w->next_check) {
+        struct statvfs sv;
+        if (fstatvfs(w->fd, &sv) == 0) {
+            w->free_seen = (uint64_t)sv.f_bavail * sv.f_frsize;
+            if (w->free_seen < w->min_free)
+                why = WEFT_TRACE_STOP_DISK;
+        }
+        w->next_check = w->off + FREE_CHECK_STEP;
+    }
+    if (why) {
+        uint8_t rec[STOP_SIZE] = {0};
+        put_u32(rec, STOP_MAGIC);
+        put_u32(rec + 4, (uint32_t)why);
+        put_u32(rec + 8, trc_crc32(0, rec, 8));
+        if (trc_write_all(w->fd, rec, sizeof rec) == 0)
+            w->off += sizeof rec;
+        w->stopped = why;
+    }
+    return why;
 }
 
 /* Record the first failure; later appends fail fast and finish reports it. */
@@ -166,20 +245,12 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
     for (size_t c = 0; c < nchunks; c++) {
         size_t first = c * BLOCK_EVENTS;
         size_t cnt = n - first < BLOCK_EVENTS ? n - first : BLOCK_EVENTS;
-        uint8_t *h = buf + len;
-        /* The thread is the append's argument, whatever the events say:
-         * chunk records do not store it. */
-        uint32_t plen = (uint32_t)trc_chunk_encode(h + CHUNK_HDR_SIZE, events + first, cnt);
-        put_u32(h, CHUNK_MAGIC);
-        put_u32(h + 4, thread);
-        put_u32(h + 8, (uint32_t)cnt);
-        put_u32(h + 12, plen);
-        put_u64(h + 16, events[first].time);
-        uint32_t crc = trc_crc32(0, h, 24);
-        put_u32(h + 24, trc_crc32(crc, h + CHUNK_HDR_SIZE, plen));
-        chunks[c] = (trc_chunk){
-            .off = len, .count = (uint32_t)cnt, .len = plen, .base_time = events[first].time};
-        len += CHUNK_HDR_SIZE + plen;
+        size_t clen = trc_chunk_build(buf + len, thread, events + first, cnt);
+        chunks[c] = (trc_chunk){.off = len,
+                                .count = (uint32_t)cnt,
+                                .len = (uint32_t)(clen - CHUNK_HDR_SIZE),
+                                .base_time = events[first].time};
+        len += clen;
     }
 
     int rc = 0;
@@ -187,6 +258,8 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
     trc_thread_chunks *tc = thread < w->ix.nthreads ? &w->ix.threads[thread] : NULL;
     if (w->failed) {
         rc = -1;
+    } else if (limits_allow(w, len)) {
+        rc = 1;
     } else if (tc && tc->events && events[0].time < tc->last_time) {
         rc = writer_fail(w, "%s: thread %u: event time %llu is before the previous event (%llu)",
                          w->path, thread, (unsigned long long)events[0].time,
@@ -225,10 +298,15 @@ int weft_trace_writer_finish(weft_trace_writer *w, const weft_trace_summary *sum
         trc_seterr(err, errlen, "%s", w->errmsg);
         rc = -1;
     } else {
-        rc = trc_merge_to_trace(w->path, w->fd, w->spool_path, &w->meta, &w->ix, summary,
-                                WEFT_TRACE_COMPLETE, false, 0, err, errlen);
-        if (rc == 0)
+        uint32_t add = WEFT_TRACE_COMPLETE;
+        if (w->stopped)
+            add |= WEFT_TRACE_STOPPED | WEFT_TRACE_TRUNCATED;
+        rc = trc_merge_to_trace(w->path, w->fd, w->spool_path, &w->meta, &w->ix, summary, add,
+                                false, 0, err, errlen);
+        if (rc == 0) {
             unlink(w->spool_path);
+            trc_live_close(&w->live, true);
+        }
     }
     writer_free(w);
     return rc;
@@ -239,5 +317,6 @@ void weft_trace_writer_abort(weft_trace_writer *w)
     if (!w)
         return;
     unlink(w->spool_path);
+    trc_live_close(&w->live, true);
     writer_free(w);
 }

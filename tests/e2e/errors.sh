@@ -94,6 +94,11 @@ expect "trace --max-threads 0" 2 "weft trace: --max-threads: expected a number f
   "$WEFT" trace --max-threads 0 -o x.wtr -- ./lu
 expect "trace --max-events 0" 2 "weft trace: --max-events: expected a number from 1 to 18446744073709551615, got '0' (see weft trace --help)" \
   "$WEFT" trace --max-events 0 -o x.wtr -- ./lu
+expect "trace --max-trace-size 1X" 2 \
+  "weft trace: --max-trace-size: expected a size like 500M or 4G (0: no limit), got '1X' (see weft trace --help)" \
+  "$WEFT" trace --max-trace-size 1X -o x.wtr -- ./lu
+expect "trace --record reads" 2 "weft trace: --record: expected all, sync or sync+writes, got 'reads' (see weft trace --help)" \
+  "$WEFT" trace --record reads -o x.wtr -- ./lu
 expect "trace --mode exact, TMPDIR missing" 0 \
   "weft: nosuch: cannot create a temporary folder (No such file or directory); exact mode gates every access" \
   env TMPDIR=nosuch "$WEFT" trace --mode exact -o x.wtr -- ./lu
@@ -108,11 +113,18 @@ if [ -n "$ro" ]; then
 fi
 expect "trace -o a folder" 1 "weft: adir: is a directory" "$WEFT" trace -o adir -- ./lu
 if [ -n "$full" ]; then
-  expect "trace to a full disk" 1 "weft: full/x.wtr.spool: write failed: No space left on device" \
+  expect "trace to a nearly full disk" 124 \
+    "weft: stopping the run: only 0 MiB left on the trace's file system (weft keeps 256 MiB and half the spool free); the trace so far is kept, flagged truncated" \
     "$WEFT" trace -o full/x.wtr -- ./lu
+  check "trace to a nearly full disk: a readable trace flagged stopped, nothing else" \
+    bash -c '[ "$(ls full)" = x.wtr ] && "$0" info full/x.wtr | grep -q "^flags .*stopped"' "$WEFT"
+  rm -f full/*
+  # The reserve check off: the disk fills up under the tracer.
+  expect "trace to a full disk" 0 "weft: full/x.wtr.spool: write failed: No space left on device" \
+    env WEFT_GUEST_ENV=WEFT_TRACE_MIN_FREE WEFT_TRACE_MIN_FREE=0 "$WEFT" trace -o full/x.wtr -- ./lu
   check "trace to a full disk: the guest ran to its end" grep -q '^counter = ' "$work/out"
-  check "trace to a full disk: no trace, no temporary file, the spool is kept" \
-    test "$(ls full)" = x.wtr.spool
+  check "trace to a full disk: what fit is salvaged, flagged truncated, nothing else left" \
+    bash -c '[ "$(ls full)" = x.wtr ] && "$0" info full/x.wtr | grep -q "^flags .*truncated"' "$WEFT"
   rm -f full/*
 fi
 
@@ -130,14 +142,14 @@ expect "info: truncated" 1 "weft: cut.wtr: truncated (no trailer at the end of i
   "$WEFT" info cut.wtr
 # poke FILE OFFSET [BYTE]: a copy of lu.wtr with one byte overwritten (0xff)
 poke() { cp lu.wtr "$1"; printf "${3:-\\xff}" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
-poke v2.wtr 8 '\x02'
+poke v3.wtr 8 '\x03'
 expect "info: newer format version" 1 \
-  "weft: v2.wtr: trace format version 2 is newer than this weft supports (1)" "$WEFT" info v2.wtr
+  "weft: v3.wtr: trace format version 3 is newer than this weft supports (2)" "$WEFT" info v3.wtr
 poke hdr.wtr 20
 expect "info: corrupt header" 1 "weft: hdr.wtr: corrupt header (checksum mismatch)" "$WEFT" info hdr.wtr
-# The first block starts right after the 136-byte header (binary path "./lu").
+# The first frame starts right after the 144-byte header (binary path "./lu").
 poke blk.wtr 200
-expect "info: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 136 (checksum mismatch)" \
+expect "info: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 144 (checksum mismatch)" \
   "$WEFT" info blk.wtr
 poke foot.wtr $(($(stat -c %s lu.wtr) - 30))
 expect "info: corrupt footer" 1 "weft: foot.wtr: corrupt footer (checksum mismatch)" "$WEFT" info foot.wtr
@@ -174,8 +186,8 @@ expect "export: missing trace" 1 "weft: nosuch.wtr: cannot open: No such file or
 expect "export: truncated trace" 1 "weft: cut.wtr: truncated (no trailer at the end of its 1000 bytes)" \
   "$WEFT" export -o x.json cut.wtr
 expect "optimize: newer format version" 1 \
-  "weft: v2.wtr: trace format version 2 is newer than this weft supports (1)" "$WEFT" optimize v2.wtr
-expect "optimize: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 136 (checksum mismatch)" \
+  "weft: v3.wtr: trace format version 3 is newer than this weft supports (2)" "$WEFT" optimize v3.wtr
+expect "optimize: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 144 (checksum mismatch)" \
   "$WEFT" optimize blk.wtr -o p.json
 check "export/optimize of bad traces: no output" test ! -e x.json -a ! -e p.json
 

@@ -8,9 +8,9 @@
 #include <pthread.h>
 #include <sys/resource.h>
 
-/* Defined in test_trace_corrupt.c and test_trace_encoding.c. */
-extern const struct CMUnitTest corrupt_tests[], encoding_tests[];
-extern const size_t corrupt_ntests, encoding_ntests;
+/* Defined in test_trace_corrupt.c, test_trace_encoding.c and test_trace_keep.c. */
+extern const struct CMUnitTest corrupt_tests[], encoding_tests[], keep_tests[];
+extern const size_t corrupt_ntests, encoding_ntests, keep_ntests;
 
 /* ---- round trip ---- */
 
@@ -506,5 +506,6 @@ int main(void)
     failed += _cmocka_run_group_tests("trace_corrupt", corrupt_tests, corrupt_ntests, NULL, NULL);
     failed +=
         _cmocka_run_group_tests("trace_encoding", encoding_tests, encoding_ntests, NULL, NULL);
+    failed += _cmocka_run_group_tests("trace_keep", keep_tests, keep_ntests, NULL, NULL);
     return failed;
 }

@@ -5,6 +5,8 @@
 
 #include <sys/wait.h>
 
+#include "trace_internal.h" /* get_u32 */
+
 /* Open must fail with a one-line message that starts with the path. */
 static void expect_open_error(const char *path, const char *needle)
 {
@@ -36,16 +38,19 @@ static const char *small_trace(void)
     return path;
 }
 
+/* More than one version 2 frame (2^18 events). */
+#define MULTI_EVENTS 300000
+
 static const char *multi_block_trace(void)
 {
     static char path[640];
     if (!path[0]) {
         snprintf(path, sizeof path, "%s", tt_path("multi.wtr"));
-        weft_event *t0 = calloc(10000, sizeof *t0);
-        for (int i = 0; i < 10000; i++)
+        weft_event *t0 = calloc(MULTI_EVENTS, sizeof *t0);
+        for (int i = 0; i < MULTI_EVENTS; i++)
             t0[i] = tt_ev((uint64_t)i, (uint8_t)(i % 2), 0x2000 + (i % 5) * 8, 0x400000, 4);
         weft_event *s[] = {t0};
-        size_t c[] = {10000};
+        size_t c[] = {MULTI_EVENTS};
         tt_write(path, 1, s, c, NULL);
         free(t0);
     }
@@ -172,8 +177,13 @@ static void test_block_checksum(void **state)
     (void)state;
     size_t n;
     uint8_t *b = tt_slurp(multi_block_trace(), &n);
-    /* Past the header (< 300 bytes) and well inside the second block. */
-    b[n / 2] ^= 0x40;
+    /* Inside the second frame's compressed payload: after the header, the
+     * first frame (28-byte header, compressed length at offset 12) and the
+     * second one's header. */
+    uint32_t hlen = get_u32(b + 12), first = get_u32(b + hlen + 12);
+    size_t at = hlen + 28 + first + 28 + 3;
+    assert_true(at < n);
+    b[at] ^= 0x40;
     const char *p = tt_path("badcrc.wtr");
     tt_spit(p, b, n);
     free(b);
@@ -183,7 +193,7 @@ static void test_block_checksum(void **state)
         fail_msg("%s", err);
     uint64_t k;
     assert_int_equal(drain(t, &k), -1);
-    assert_true(k > 0 && k < 10000); /* the blocks before it were fine */
+    assert_true(k > 0 && k < MULTI_EVENTS); /* the frame before it was fine */
     const char *e = weft_trace_error(t);
     assert_int_equal(strncmp(e, p, strlen(p)), 0);
     assert_non_null(strstr(e, "corrupt block at offset"));
@@ -275,7 +285,7 @@ static void test_salvage_torn_spool(void **state)
     assert_int_equal(weft_trace_salvage(path, 0, 0, err, sizeof err), -1);
     assert_non_null(strstr(err, spool));
     assert_non_null(strstr(err, "No such file"));
-    tt_spit(spool, "WEFTSPL\0\1\0\0\0\xff\0\0\0", 16);
+    tt_spit(spool, "WEFTSPL\0\2\0\0\0\xff\0\0\0", 16);
     assert_int_equal(weft_trace_salvage(path, 0, 0, err, sizeof err), -1);
     assert_non_null(strstr(err, "header"));
 }

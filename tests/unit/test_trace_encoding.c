@@ -97,6 +97,52 @@ static uint8_t *ref_blocks(const weft_event *ev, size_t n, uint32_t nthreads, si
     return out;
 }
 
+/* Write the streams s[t][0..count[t]) to path in random batches. */
+static void append_randomly(const char *path, weft_event **s, const size_t *count,
+                            uint32_t nthreads, size_t total, uint64_t *x)
+{
+    char err[512];
+    weft_trace_meta m = tt_meta();
+    weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
+    assert_non_null(w);
+    size_t *pos = calloc(nthreads, sizeof *pos), left = total;
+    while (left) {
+        uint32_t t = (uint32_t)(xs(x) % nthreads);
+        size_t n = xs(x) % 3 ? 1 + xs(x) % 300 : 1 + xs(x) % 9000;
+        if (n > count[t] - pos[t])
+            n = count[t] - pos[t];
+        if (!n)
+            continue;
+        assert_int_equal(weft_trace_writer_append(w, t, s[t] + pos[t], n), 0);
+        pos[t] += n;
+        left -= n;
+    }
+    if (weft_trace_writer_finish(w, NULL, err, sizeof err) != 0)
+        fail_msg("finish: %s", err);
+    free(pos);
+}
+
+/* The trace at path holds exactly want[0..n), in that order. */
+static void check_events_equal(const char *path, const weft_event *want, size_t n)
+{
+    char err[512];
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    if (!t)
+        fail_msg("%s", err);
+    assert_int_equal(weft_trace_get_meta(t)->version, WEFT_TRACE_VERSION);
+    weft_event ev;
+    for (size_t i = 0; i < n; i++) {
+        if (weft_trace_next(t, &ev) != 1)
+            fail_msg("event %zu of %zu: %s", i, n, weft_trace_error(t));
+        if (memcmp(&ev, &want[i], sizeof ev) != 0)
+            fail_msg("event %zu differs: time %llu thread %u kind %u addr %llx pc %llx", i,
+                     (unsigned long long)ev.time, ev.thread, ev.kind, (unsigned long long)ev.addr,
+                     (unsigned long long)ev.pc);
+    }
+    assert_int_equal(weft_trace_next(t, &ev), 0);
+    weft_trace_close(t);
+}
+
 /* nthreads ids, every `gap`-th without events (0: none), per_thread events
  * each on average, appended in random batches in a random thread order. */
 static void check_against_reference(uint32_t nthreads, uint32_t gap, size_t per_thread,
@@ -123,25 +169,14 @@ static void check_against_reference(uint32_t nthreads, uint32_t gap, size_t per_
         total += count[t];
     }
 
-    const char *path = tt_path("reference.wtr");
-    char err[512];
-    weft_trace_meta m = tt_meta();
-    weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
-    assert_non_null(w);
-    size_t *pos = calloc(nthreads, sizeof *pos), left = total;
-    while (left) {
-        uint32_t t = (uint32_t)(xs(&x) % nthreads);
-        size_t n = xs(&x) % 3 ? 1 + xs(&x) % 300 : 1 + xs(&x) % 9000;
-        if (n > count[t] - pos[t])
-            n = count[t] - pos[t];
-        if (!n)
-            continue;
-        assert_int_equal(weft_trace_writer_append(w, t, s[t] + pos[t], n), 0);
-        pos[t] += n;
-        left -= n;
-    }
-    if (weft_trace_writer_finish(w, NULL, err, sizeof err) != 0)
-        fail_msg("finish: %s", err);
+    /* Version 1 (level 0) against the reference bytes; version 2 (the
+     * default) must give back exactly the same events. */
+    const char *path = tt_path("reference.wtr"), *path2 = tt_path("reference2.wtr");
+    uint64_t x2 = x;
+    setenv("WEFT_TRACE_ZSTD_LEVEL", "0", 1);
+    append_randomly(path, s, count, nthreads, total, &x);
+    unsetenv("WEFT_TRACE_ZSTD_LEVEL");
+    append_randomly(path2, s, count, nthreads, total, &x2);
 
     weft_event *all = calloc(total ? total : 1, sizeof *all), *a = all;
     for (uint32_t t = 0; t < nthreads; t++)
@@ -151,6 +186,7 @@ static void check_against_reference(uint32_t nthreads, uint32_t gap, size_t per_
             a->seq = i;
         }
     qsort(all, total, sizeof *all, tt_ev_order);
+    check_events_equal(path2, all, total);
     size_t want_len, len;
     uint8_t *want = ref_blocks(all, total, nthreads, &want_len);
     uint8_t *got = tt_slurp(path, &len);
@@ -171,7 +207,6 @@ static void check_against_reference(uint32_t nthreads, uint32_t gap, size_t per_
     free(got);
     free(want);
     free(all);
-    free(pos);
     for (uint32_t t = 0; t < nthreads; t++)
         free(s[t]);
     free(s);

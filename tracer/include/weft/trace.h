@@ -16,7 +16,9 @@
 extern "C" {
 #endif
 
-#define WEFT_TRACE_VERSION 1
+/* Version 2: events in zstd-compressed frames, the recorded event classes
+ * in the header, FAULT events. Readers accept versions 1 and 2. */
+#define WEFT_TRACE_VERSION 2
 
 typedef enum weft_event_kind {
     WEFT_EV_READ = 0,
@@ -29,13 +31,18 @@ typedef enum weft_event_kind {
     WEFT_EV_FUTEX_WAKE = 6, /* addr = futex word; size field unused */
     WEFT_EV_SYSCALL = 7,    /* addr = syscall number */
     WEFT_EV_DELAY = 8,      /* addr = injected delay in virtual ns */
+    /* A memory access that faulted and killed the guest (it did not happen):
+     * addr = the faulting address, flags WEFT_EVF_FAULT_WRITE if a store.
+     * Recovered from a crashed run; the thread's last event. */
+    WEFT_EV_FAULT = 9,
     WEFT_EV_KIND_COUNT
 } weft_event_kind;
 
 /* Event flags. */
-#define WEFT_EVF_EXCLUSIVE 0x1u /* load/store-exclusive */
-#define WEFT_EVF_ATOMIC 0x2u    /* LSE atomic or CAS */
-#define WEFT_EVF_STACK 0x4u     /* access to the thread's own stack (only kept with filter=all) */
+#define WEFT_EVF_EXCLUSIVE 0x1u   /* load/store-exclusive */
+#define WEFT_EVF_ATOMIC 0x2u      /* LSE atomic or CAS */
+#define WEFT_EVF_STACK 0x4u       /* access to the thread's own stack (only kept with filter=all) */
+#define WEFT_EVF_FAULT_WRITE 0x8u /* FAULT: the faulting access was a store */
 
 typedef struct weft_event {
     uint64_t time;   /* virtual ns at which the event happened */
@@ -57,6 +64,14 @@ typedef enum weft_trace_filter {
 
 #define WEFT_TRACE_MAX_RANGES 16
 
+/* Event classes a trace records (weft trace --record). Dropped at the
+ * source: a trace without plain reads cannot show read-write races, one
+ * without plain writes has nothing for the optimizer to align. */
+#define WEFT_RECORD_READS 0x1u  /* plain loads */
+#define WEFT_RECORD_WRITES 0x2u /* plain stores */
+#define WEFT_RECORD_SYNC 0x4u   /* atomics, exclusives, acquire/release, syscalls, threads */
+#define WEFT_RECORD_ALL 0x7u
+
 typedef struct weft_trace_settings {
     uint32_t mode;         /* weft_trace_mode */
     uint32_t cpi;          /* cycles per instruction */
@@ -67,6 +82,7 @@ typedef struct weft_trace_settings {
     uint64_t range_lo[WEFT_TRACE_MAX_RANGES], range_hi[WEFT_TRACE_MAX_RANGES]; /* [lo, hi) */
     char policy[32]; /* scheduling policy name, "ideal" when tracing */
     uint64_t seed;   /* policy seed (0 for ideal) */
+    uint32_t record; /* WEFT_RECORD_*: what was recorded (version 1 traces: all) */
 } weft_trace_settings;
 
 typedef struct weft_trace_meta {
@@ -75,7 +91,9 @@ typedef struct weft_trace_meta {
     uint8_t build_id[64]; /* GNU build-id note of the binary, may be empty */
     uint32_t build_id_len;
     uint32_t argc;
-    char **argv; /* argv[0..argc) of the guest */
+    char **argv;         /* argv[0..argc) of the guest */
+    uint32_t version;    /* set by the reader: the file's format version */
+    uint32_t zstd_level; /* set by the reader: compression level (0: none, version 1) */
 } weft_trace_meta;
 
 /* Thread table entry, one per guest thread in creation order. */
@@ -97,7 +115,8 @@ typedef struct weft_trace_thread {
 #define WEFT_TRACE_CRASHED 0x4u   /* the guest was killed by a signal */
 #define WEFT_TRACE_TIMED_OUT 0x8u /* weft killed the guest at its time limit */
 #define WEFT_TRACE_DEADLOCK 0x10u /* no thread could advance while some were blocked */
-#define WEFT_TRACE_LIVELOCK 0x20u /* replay: every runnable thread spun without progress */
+#define WEFT_TRACE_STOPPED 0x20u  /* weft stopped the run: trace size limit or disk nearly full */
+#define WEFT_TRACE_LIVELOCK 0x40u /* replay: every runnable thread spun without progress */
 
 typedef struct weft_trace_summary {
     uint32_t flags;         /* WEFT_TRACE_* */
@@ -142,9 +161,11 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
 /* Append n events of one thread, in that thread's order. Thread-safe:
  * different threads may append concurrently (one caller per guest thread at
  * a time). seq and thread fields of the events are ignored (the reader numbers
- * events per thread). A thread's times must not decrease. Returns 0, or -1 on
- * I/O error or invalid events; the first error is kept and reported by
- * finish. No append may run concurrently with finish or abort. */
+ * events per thread). A thread's times must not decrease. Returns 0; 1 if
+ * the writer has stopped at a limit (weft_trace_writer_set_limits: nothing
+ * written); or -1 on I/O error or invalid events, the first error being
+ * kept and reported by finish. No append may run concurrently with finish
+ * or abort. */
 int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_event *events,
                              size_t n);
 
@@ -156,12 +177,64 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
 int weft_trace_writer_finish(weft_trace_writer *w, const weft_trace_summary *summary, char *err,
                              size_t errlen);
 
+/* ---- crash-proof event buffers ----
+ * A recording thread gathers events in a buffer before appending them. The
+ * writer keeps these buffers in a shared file mapping (`path`.live) so that
+ * when the process dies without running any exit code (qemu kills itself
+ * on a guest's fatal signal, or is killed at a time limit) the events not
+ * yet appended are still in the file for weft_trace_salvage. */
+#define WEFT_TRACE_BUF_EVENTS 4096
+#define WEFT_TRACE_BUF_SLOTS 4096
+
+typedef struct weft_trace_buf {
+    uint32_t n;      /* events in ev[]: store it (release) after writing ev[n-1] */
+    uint32_t thread; /* whose events; UINT32_MAX: none */
+    uint64_t base;   /* the thread's events appended to the writer before ev[0] */
+    /* A faulting access noted by a signal handler: salvage adds it as the
+     * thread's last event if the run died of SIGSEGV or SIGBUS and the
+     * thread recorded nothing after it (fault_events == base + n). */
+    uint64_t fault_seq; /* 0: none; the latest note of all threads wins */
+    uint64_t fault_events;
+    weft_event fault;
+    uint8_t reserved[56];
+    weft_event ev[WEFT_TRACE_BUF_EVENTS];
+} weft_trace_buf;
+
+/* The buffer of `slot` (< WEFT_TRACE_BUF_SLOTS), the same each time, with
+ * its disk space reserved; NULL if it cannot be had (disk full, no
+ * mapping): use private memory then, which a crash loses. Thread-safe. */
+weft_trace_buf *weft_trace_writer_buf(weft_trace_writer *w, unsigned slot);
+
+/* Append b's events as thread b->thread's and empty it, in the order
+ * salvage relies on. Returns as weft_trace_writer_append; after 1 (stopped
+ * at a limit) the buffer is left as it is, for salvage. */
+int weft_trace_writer_append_buf(weft_trace_writer *w, weft_trace_buf *b);
+
+/* Why a writer stopped accepting events. */
+#define WEFT_TRACE_STOP_SIZE 1 /* the spool reached its size limit */
+#define WEFT_TRACE_STOP_DISK 2 /* the file system was nearly full */
+
+/* Stop accepting events once the spool would grow past max_bytes (0: no
+ * limit), or once the file system holding it has less than min_free bytes
+ * free (checked at the next append and about every 64 MiB written; 0:
+ * never). From
+ * then on every append returns 1 without writing anything, the spool is
+ * left whole for salvage, which flags the trace WEFT_TRACE_STOPPED. */
+void weft_trace_writer_set_limits(weft_trace_writer *w, uint64_t max_bytes, uint64_t min_free);
+/* 0, or WEFT_TRACE_STOP_* once the writer stopped; *free_bytes (if not
+ * NULL) gets the free space last seen. */
+int weft_trace_writer_stopped(weft_trace_writer *w, uint64_t *free_bytes);
+
 /* Drop the writer and its spool without producing a trace. */
 void weft_trace_writer_abort(weft_trace_writer *w);
 
 /* Turn the spool left by a run that never finished into a readable trace at
- * `path`, flagged WEFT_TRACE_TRUNCATED plus `extra_flags`, with the thread
- * table rebuilt from the events. Returns 0 or -1 (err). */
+ * `path`, flagged WEFT_TRACE_TRUNCATED plus `extra_flags` (plus
+ * WEFT_TRACE_STOPPED if the writer had stopped), with the thread table
+ * rebuilt from the events. The events still in the threads' buffers
+ * (`path`.live) are added, and for a run that died of SIGSEGV or SIGBUS
+ * (exit_status -11 or -7) the faulting access noted there. Returns 0 or -1
+ * (err). */
 int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_status, char *err,
                        size_t errlen);
 

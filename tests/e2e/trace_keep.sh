@@ -1,0 +1,79 @@
+# Traces are never lost: a guest that dies of a signal keeps every event
+# recorded before it (the faulting access or the abort's syscall last), a
+# run that reaches the trace size limit or a nearly full disk stops with a
+# readable trace, and --record drops event classes at the source.
+source "$(dirname "$0")/lib.sh"
+
+# last_of CSV THREAD: the thread's last event as "kind,addr,function"
+last_of() { awk -F, -v t="$2" '$2 == t { k = $4 "," $5 "," $9 } END { print k }' "$1"; }
+
+for mode in free exact; do
+  for fx in fail_segv fail_abort; do
+    run_status st "$WEFT" trace --mode "$mode" --timeout 60 -o "$work/$fx.wtr" -- "$WEFT_FIXTURES/$fx" \
+      >"$work/out" 2>"$work/err"
+    "$WEFT" info "$work/$fx.wtr" >"$work/info"
+    "$WEFT" export --format csv -o "$work/$fx.csv" "$work/$fx.wtr"
+    # Both threads are in the table with events.
+    n0="$(awk '$1 == "T0" { print $7 }' "$work/info")"
+    n1="$(awk '$1 == "T1" { print $7 }' "$work/info")"
+    check "$fx/$mode: main thread's events kept (${n0:-none})" test "${n0:-0}" -gt 100
+    check "$fx/$mode: worker's events kept (${n1:-none})" test "${n1:-0}" -gt 5
+    check "$fx/$mode: no spool or buffer file left" \
+      test ! -e "$work/$fx.wtr.spool" -a ! -e "$work/$fx.wtr.live"
+  done
+  # The worker's last event: its null store, at the line that dereferences.
+  last="$(last_of "$work/fail_segv.csv" 1)"
+  check "fail_segv/$mode: worker ends with its faulting write ($last)" \
+    test "$last" = "fault,0x0,worker"
+  check "fail_segv/$mode: info says where it ended" \
+    grep -Eq "^ended +by signal 11 .*T1 faulting write of 0x0 at pc .*worker" <("$WEFT" info "$work/fail_segv.wtr")
+  # abort() ends in raise's tgkill (syscall 131).
+  last="$(last_of "$work/fail_abort.csv" 1)"
+  check "fail_abort/$mode: worker ends with the abort's tgkill ($last)" test "$last" = "syscall,0x83,"
+  check "fail_abort/$mode: info says by which signal" \
+    grep -Eq "^ended +by signal 6 .*T1 syscall 131" <("$WEFT" info "$work/fail_abort.wtr")
+done
+
+# A guest that spins forever stops at a small size limit, well before its
+# time limit, with one line saying why and a readable, flagged trace.
+run_status st "$WEFT" trace --timeout 100 --max-trace-size 8M -o "$work/spin.wtr" -- \
+  "$WEFT_FIXTURES/fail_spin" >"$work/out" 2>"$work/err"
+check "size limit: status 124 (got $st)" test "$st" = 124
+check "size limit: one line says why" \
+  test "$(grep -c 'size limit of 8 MiB (--max-trace-size)' "$work/err")" = 1
+"$WEFT" info "$work/spin.wtr" >"$work/info"
+check "size limit: trace readable and flagged" grep -q "^flags  *truncated stopped" "$work/info"
+events="$(sed -n 's/^trace .*(format [0-9]*, \([0-9]*\) events)$/\1/p' "$work/info")"
+# 8 MiB of spool at about 6.5 bytes per spin event, plus what the buffers held
+check "size limit: about the limit's worth of events (${events:-none})" \
+  test "${events:-0}" -gt 500000 -a "${events:-0}" -lt 3000000
+check "size limit: nothing left beside the trace" \
+  test ! -e "$work/spin.wtr.spool" -a ! -e "$work/spin.wtr.live"
+
+# A nearly full disk (the reserve raised past this disk's free space) stops
+# the run the same way.
+WEFT_GUEST_ENV=WEFT_TRACE_MIN_FREE WEFT_TRACE_MIN_FREE=$((1 << 60)) \
+  run_status st "$WEFT" trace --timeout 100 -o "$work/full.wtr" -- "$WEFT_FIXTURES/fail_spin" \
+  >"$work/out" 2>"$work/err"
+check "disk nearly full: status 124 (got $st)" test "$st" = 124
+check "disk nearly full: one line says why" \
+  test "$(grep -c "left on the trace's file system" "$work/err")" = 1
+check "disk nearly full: trace readable and flagged" \
+  grep -q "^flags  *truncated stopped" <("$WEFT" info "$work/full.wtr")
+
+# --record keeps atomics and syscalls and drops plain reads (and writes).
+col() { awk -v c="$2" '$1 ~ /^T[0-9]+$/ { s += $c } END { print s + 0 }' "$1"; }
+for what in all sync+writes sync; do
+  run_status st "$WEFT" trace --record "$what" -o "$work/r.wtr" -- "$WEFT_FIXTURES/lost_update" >/dev/null 2>&1
+  "$WEFT" info "$work/r.wtr" >"$work/info.$what"
+done
+check "record all: plain reads recorded" test "$(col "$work/info.all" 8)" -gt 1000
+check "record sync+writes: writes, no plain reads" \
+  test "$(col "$work/info.sync+writes" 9)" -gt 1000 -a "$(col "$work/info.sync+writes" 8)" -lt 100
+check "record sync: no plain writes either" test "$(col "$work/info.sync" 9)" -lt 100
+check "record sync: atomics kept" test "$(col "$work/info.sync" 10)" = "$(col "$work/info.all" 10)"
+check "record sync: info says what is missing" \
+  grep -q "^recorded  *sync (plain reads and writes not recorded)" "$work/info.sync"
+run_status st "$WEFT" trace --record everything -o "$work/r.wtr" -- "$WEFT_FIXTURES/lost_update"
+check "record: a bad value is refused (status $st)" test "$st" = 2
+finish

@@ -1,0 +1,179 @@
+/* Traces that must not be lost: the events still in a dead process's
+ * crash-proof buffers and its faulting access join the salvaged trace, a
+ * stale buffer file is ignored, and a writer stops cleanly at its size
+ * limit or a nearly full disk. Part of the test_trace executable. */
+#include "test_trace_common.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+/* Thread 0 appends one full buffer and keeps 911 more events buffered;
+ * thread 1 has 2 events in its buffer, a third written but not published,
+ * and a faulting access noted after them; then the process dies like qemu
+ * does, without any exit code. */
+static void child_buffers_and_dies(const char *path)
+{
+    char err[512];
+    weft_trace_meta m = tt_meta();
+    weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
+    weft_trace_buf *b0 = w ? weft_trace_writer_buf(w, 3) : NULL;
+    weft_trace_buf *b1 = w ? weft_trace_writer_buf(w, 9) : NULL;
+    if (!b0 || !b1 || weft_trace_writer_buf(w, 3) != b0)
+        _exit(2);
+    b0->thread = 0;
+    b1->thread = 1;
+    for (uint32_t i = 0; i < 5007; i++) {
+        uint32_t k = b0->n;
+        b0->ev[k] = tt_ev(10 + i, WEFT_EV_WRITE, 0x5000, 0x400000, 8);
+        b0->n = k + 1;
+        if (b0->n == WEFT_TRACE_BUF_EVENTS && weft_trace_writer_append_buf(w, b0) != 0)
+            _exit(3);
+    }
+    b1->ev[0] = tt_ev(20, WEFT_EV_THREAD_START, 0, 0, 0);
+    b1->ev[1] = tt_ev(21, WEFT_EV_READ, 0x5000, 0x400100, 8);
+    b1->n = 2;
+    b1->ev[2] = tt_ev(22, WEFT_EV_READ, 0x5008, 0x400104, 8); /* not published */
+    b1->fault = tt_ev(25, WEFT_EV_FAULT, 0x0, 0x400108, 0);
+    b1->fault.flags = WEFT_EVF_FAULT_WRITE;
+    b1->fault_events = b1->base + b1->n;
+    b1->fault_seq = 1;
+    kill(getpid(), SIGKILL);
+    _exit(4);
+}
+
+static int run_child(const char *path)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        child_buffers_and_dies(path);
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) ? WTERMSIG(status) : -WEXITSTATUS(status);
+}
+
+static void test_salvage_buffers_and_fault(void **state)
+{
+    (void)state;
+    const char *path = tt_path("died.wtr");
+    char live[700], err[512];
+    snprintf(live, sizeof live, "%s.live", path);
+    assert_int_equal(run_child(path), SIGKILL);
+    assert_int_equal(access(live, F_OK), 0);
+    if (weft_trace_salvage(path, WEFT_TRACE_CRASHED, -SIGSEGV, err, sizeof err) != 0)
+        fail_msg("salvage: %s", err);
+    assert_int_not_equal(access(live, F_OK), 0);
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    if (!t)
+        fail_msg("%s", err);
+    const weft_trace_summary *s = weft_trace_get_summary(t);
+    assert_int_equal(s->nthreads, 2);
+    assert_int_equal(s->threads[0].events, 5007);
+    assert_int_equal(s->threads[1].events, 3); /* two buffered and the fault */
+    weft_event ev, last1 = {0};
+    uint64_t n = 0, writes = 0;
+    while (weft_trace_next(t, &ev) == 1) {
+        n++;
+        writes += ev.kind == WEFT_EV_WRITE;
+        if (ev.thread == 1)
+            last1 = ev;
+    }
+    assert_int_equal(n, 5010);
+    assert_int_equal(writes, 5007);
+    assert_int_equal(last1.kind, WEFT_EV_FAULT);
+    assert_int_equal(last1.pc, 0x400108);
+    assert_int_equal(last1.flags, WEFT_EVF_FAULT_WRITE);
+    assert_int_equal(last1.seq, 2);
+    weft_trace_close(t);
+
+    /* Died of another signal: the note is not how the run ended. */
+    assert_int_equal(run_child(path), SIGKILL);
+    assert_int_equal(weft_trace_salvage(path, WEFT_TRACE_CRASHED, -SIGABRT, err, sizeof err), 0);
+    t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(weft_trace_event_count(t), 5009);
+    weft_trace_close(t);
+}
+
+/* A buffer file of another run (another spool) adds nothing. */
+static void test_stale_buffers_ignored(void **state)
+{
+    (void)state;
+    const char *path = tt_path("stale.wtr");
+    char spool[700], err[512];
+    snprintf(spool, sizeof spool, "%s.spool", path);
+    assert_int_equal(run_child(path), SIGKILL);
+    /* The same spool bytes under a new inode: as if another run wrote it. */
+    size_t len;
+    uint8_t *bytes = tt_slurp(spool, &len);
+    unlink(spool);
+    tt_spit(spool, bytes, len);
+    free(bytes);
+    assert_int_equal(weft_trace_salvage(path, 0, -SIGSEGV, err, sizeof err), 0);
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(weft_trace_event_count(t), WEFT_TRACE_BUF_EVENTS); /* the one appended */
+    weft_trace_close(t);
+}
+
+static void append_until_stopped(weft_trace_writer *w, size_t *appended)
+{
+    weft_event b[1000];
+    int rc = 0;
+    for (uint64_t round = 0; rc == 0 && round < 1000; round++) {
+        for (int i = 0; i < 1000; i++)
+            b[i] = tt_ev(round * 1000 + (uint64_t)i, WEFT_EV_READ, 0x6000 + 8 * (uint64_t)i,
+                         0x400000, 8);
+        rc = weft_trace_writer_append(w, 0, b, 1000);
+        if (rc == 0)
+            *appended += 1000;
+    }
+    assert_int_equal(rc, 1);
+    assert_int_equal(weft_trace_writer_append(w, 0, b, 1), 1); /* stays stopped */
+}
+
+static void test_limits_stop_writer(void **state)
+{
+    (void)state;
+    char err[512];
+    weft_trace_meta m = tt_meta();
+    const char *path = tt_path("limited.wtr");
+    weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
+    assert_non_null(w);
+    weft_trace_writer_set_limits(w, 100000, 0);
+    size_t appended = 0;
+    append_until_stopped(w, &appended);
+    assert_int_equal(weft_trace_writer_stopped(w, NULL), WEFT_TRACE_STOP_SIZE);
+    assert_true(appended > 0 && appended * 4 < 100000); /* a spool event is 4+ bytes */
+    assert_int_equal(weft_trace_writer_finish(w, NULL, err, sizeof err), 0);
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(weft_trace_event_count(t), appended);
+    assert_int_equal(weft_trace_get_summary(t)->flags,
+                     WEFT_TRACE_COMPLETE | WEFT_TRACE_TRUNCATED | WEFT_TRACE_STOPPED);
+    weft_trace_close(t);
+
+    /* No disk has 2^62 bytes free: stopped at the first append; salvaged
+     * (qemu exits at a limit, weft salvages) as a stopped run. */
+    w = weft_trace_writer_open(path, &m, err, sizeof err);
+    assert_non_null(w);
+    weft_trace_writer_set_limits(w, 0, 1ull << 62);
+    appended = 0;
+    append_until_stopped(w, &appended);
+    uint64_t free_bytes = 0;
+    assert_int_equal(weft_trace_writer_stopped(w, &free_bytes), WEFT_TRACE_STOP_DISK);
+    assert_true(free_bytes > 0 && appended == 0);
+    assert_int_equal(weft_trace_salvage(path, 0, 124, err, sizeof err), 0);
+    t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(weft_trace_get_summary(t)->flags, WEFT_TRACE_TRUNCATED | WEFT_TRACE_STOPPED);
+    weft_trace_close(t);
+    weft_trace_writer_abort(w);
+}
+
+const struct CMUnitTest keep_tests[] = {
+    cmocka_unit_test(test_salvage_buffers_and_fault),
+    cmocka_unit_test(test_stale_buffers_ignored),
+    cmocka_unit_test(test_limits_stop_writer),
+};
+const size_t keep_ntests = sizeof keep_tests / sizeof keep_tests[0];

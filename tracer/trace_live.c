@@ -1,0 +1,240 @@
+/* Crash-proof event buffers: the recording threads' buffers live in a
+ * shared mapping of `path`.live, so their contents outlive a process that
+ * dies without running any exit code. qemu-user does exactly that on a
+ * guest's fatal signal (dump_core_and_abort re-raises the signal with the
+ * default action: no atexit, no plugin callback), and a time limit's
+ * SIGKILL does too.
+ *
+ * The file: a 4 KiB header (magic, layout, and the spool's identity so
+ * that a stale file is never taken for the current run's), then
+ * WEFT_TRACE_BUF_SLOTS slots of weft_trace_buf, each rounded up to whole
+ * pages. It is sparse: a slot takes disk space only once used, and that
+ * space is reserved (posix_fallocate) before the slot is handed out, so a
+ * full disk can never turn a store into the mapping into a SIGBUS. Host
+ * byte order and layout: only the same build reads it, right after. */
+#include "trace_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LIVE_MAGIC "WEFTLIV\0"
+#define LIVE_HDR 4096
+#define LIVE_HDR_USED 56 /* magic, sizes, slots, spool identity */
+#define LIVE_SLOT (((sizeof(weft_trace_buf) + 4095) / 4096) * 4096)
+#define LIVE_SIZE (LIVE_HDR + (size_t)WEFT_TRACE_BUF_SLOTS * LIVE_SLOT)
+
+_Static_assert(sizeof(weft_event) == 40, "weft_event is stored as is");
+_Static_assert(offsetof(weft_trace_buf, ev) % 64 == 0, "events start on a cache line");
+
+/* Which spool a buffer file belongs to: its device, inode and birth time
+ * (a spool removed and made again may get the same inode number back). */
+static void spool_identity(int spool_fd, uint8_t id[32])
+{
+    memset(id, 0, 32);
+    struct statx sx;
+    if (statx(spool_fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) != 0)
+        return;
+    put_u64(id, ((uint64_t)sx.stx_dev_major << 32) | sx.stx_dev_minor);
+    put_u64(id + 8, sx.stx_ino);
+    if (sx.stx_mask & STATX_BTIME) {
+        put_u64(id + 16, (uint64_t)sx.stx_btime.tv_sec);
+        put_u32(id + 24, sx.stx_btime.tv_nsec);
+    }
+}
+
+static char *live_path(const char *path)
+{
+    size_t n = strlen(path) + 6;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s.live", path);
+    return s;
+}
+
+void trc_live_unlink(const char *path)
+{
+    char *p = live_path(path);
+    if (p)
+        unlink(p);
+    free(p);
+}
+
+void trc_live_open(trc_live *l, const char *path, int spool_fd)
+{
+    memset(l, 0, sizeof *l);
+    l->fd = -1;
+    pthread_mutex_init(&l->lock, NULL);
+    l->inited = true;
+    l->path = live_path(path);
+    l->ready = calloc(WEFT_TRACE_BUF_SLOTS, 1);
+    if (!l->path || !l->ready)
+        return;
+    l->fd = open(l->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (l->fd < 0 || ftruncate(l->fd, (off_t)LIVE_SIZE) < 0) {
+        trc_live_close(l, true);
+        return;
+    }
+    void *m = mmap(NULL, LIVE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, l->fd, 0);
+    if (m == MAP_FAILED) {
+        trc_live_close(l, true);
+        return;
+    }
+    l->map = m;
+    l->size = LIVE_SIZE;
+    uint8_t h[LIVE_HDR_USED] = {0};
+    memcpy(h, LIVE_MAGIC, 8);
+    put_u32(h + 8, (uint32_t)sizeof(weft_trace_buf));
+    put_u32(h + 12, (uint32_t)LIVE_SLOT);
+    put_u32(h + 16, WEFT_TRACE_BUF_SLOTS);
+    spool_identity(spool_fd, h + 24);
+    /* Through write, not the mapping: a full disk fails here, not as SIGBUS. */
+    if (trc_write_all(l->fd, h, sizeof h) != 0)
+        trc_live_close(l, true);
+}
+
+weft_trace_buf *trc_live_slot(trc_live *l, unsigned slot)
+{
+    if (!l->map || slot >= WEFT_TRACE_BUF_SLOTS)
+        return NULL;
+    weft_trace_buf *b = (weft_trace_buf *)(l->map + LIVE_HDR + (size_t)slot * LIVE_SLOT);
+    pthread_mutex_lock(&l->lock);
+    if (!l->ready[slot]) {
+        if (posix_fallocate(l->fd, (off_t)(LIVE_HDR + (size_t)slot * LIVE_SLOT),
+                            (off_t)LIVE_SLOT) == 0) {
+            b->thread = UINT32_MAX;
+            l->ready[slot] = 1;
+        } else {
+            b = NULL;
+        }
+    }
+    pthread_mutex_unlock(&l->lock);
+    return b;
+}
+
+void trc_live_close(trc_live *l, bool remove)
+{
+    if (l->map)
+        munmap(l->map, l->size);
+    if (l->fd >= 0)
+        close(l->fd);
+    if (remove && l->path)
+        unlink(l->path);
+    free(l->path);
+    free(l->ready);
+    if (l->inited)
+        pthread_mutex_destroy(&l->lock);
+    memset(l, 0, sizeof *l);
+    l->fd = -1;
+}
+
+/* ---- salvage ---- */
+
+/* Append ev[0..n) of thread t to the spool at *end as chunks, indexed. */
+static int append_chunks(int fd, trc_spool_index *ix, uint64_t *end, uint32_t t,
+                         const weft_event *ev, size_t n)
+{
+    uint8_t *buf = malloc(CHUNK_HDR_SIZE + (size_t)BLOCK_EVENTS * REC_MAX);
+    if (!buf)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i += BLOCK_EVENTS) {
+        size_t cnt = n - i < BLOCK_EVENTS ? n - i : BLOCK_EVENTS;
+        size_t len = trc_chunk_build(buf, t, ev + i, cnt);
+        trc_chunk c = {.off = *end,
+                       .count = (uint32_t)cnt,
+                       .len = (uint32_t)(len - CHUNK_HDR_SIZE),
+                       .base_time = ev[i].time};
+        if (pwrite(fd, buf, len, (off_t)*end) != (ssize_t)len || trc_index_add(ix, t, &c) < 0) {
+            rc = -1;
+            break;
+        }
+        ix->threads[t].last_time = ev[i + cnt - 1].time;
+        *end += len;
+    }
+    free(buf);
+    return rc;
+}
+
+/* The buffered events of one slot not already in the spool, checked like
+ * an append's; returns how many of b->ev from *first on to keep. */
+static size_t slot_events(const weft_trace_buf *b, const trc_spool_index *ix, size_t *first)
+{
+    uint32_t t = b->thread, n = b->n;
+    if (t >= WEFT_TRACE_MAX_THREADS || n > WEFT_TRACE_BUF_EVENTS)
+        return 0;
+    uint64_t have = t < ix->nthreads ? ix->threads[t].events : 0;
+    /* Fewer in the spool than the buffer follows: the spool lost a chunk
+     * (torn), and events after a gap would be misnumbered. */
+    if (have < b->base || have - b->base >= n)
+        return 0;
+    *first = (size_t)(have - b->base);
+    uint64_t prev = have ? ix->threads[t].last_time : 0;
+    size_t k = *first;
+    for (; k < n; k++) {
+        const weft_event *e = &b->ev[k];
+        if (e->kind >= WEFT_EV_KIND_COUNT || e->size > 64 || e->time < prev)
+            break;
+        prev = e->time;
+    }
+    return k - *first;
+}
+
+int trc_live_salvage(const char *path, int spool_fd, trc_spool_index *ix, uint64_t *end,
+                     int32_t exit_status)
+{
+    char *lp = live_path(path);
+    int fd = lp ? open(lp, O_RDONLY | O_CLOEXEC) : -1;
+    free(lp);
+    if (fd < 0)
+        return 0; /* none: the run never had one */
+    uint8_t h[LIVE_HDR_USED], id[32];
+    int rc = 0;
+    weft_trace_buf *b = malloc(sizeof *b);
+    spool_identity(spool_fd, id);
+    if (!b || trc_pread_all(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
+        memcmp(h, LIVE_MAGIC, 8) != 0 || get_u32(h + 8) != sizeof *b ||
+        get_u32(h + 12) != LIVE_SLOT || memcmp(h + 24, id, sizeof id) != 0)
+        goto out; /* not this run's */
+    weft_event fault = {0};
+    uint64_t fault_seq = 0;
+    uint32_t fault_thread = 0;
+    bool faulted = exit_status == -SIGSEGV || exit_status == -SIGBUS;
+    for (unsigned s = 0; s < WEFT_TRACE_BUF_SLOTS; s++) {
+        uint64_t off = LIVE_HDR + (uint64_t)s * LIVE_SLOT;
+        if (trc_pread_all(fd, b, offsetof(weft_trace_buf, ev), off) !=
+                (ssize_t)offsetof(weft_trace_buf, ev) ||
+            b->thread == UINT32_MAX || b->thread >= WEFT_TRACE_MAX_THREADS)
+            continue; /* a hole reads as zeros: thread 0, n 0, harmless */
+        size_t n = b->n <= WEFT_TRACE_BUF_EVENTS ? b->n : 0, first = 0;
+        if (n && trc_pread_all(fd, b->ev, n * sizeof *b->ev, off + offsetof(weft_trace_buf, ev)) !=
+                     (ssize_t)(n * sizeof *b->ev))
+            continue;
+        size_t keep = n ? slot_events(b, ix, &first) : 0;
+        if (keep && append_chunks(spool_fd, ix, end, b->thread, b->ev + first, keep) < 0) {
+            rc = -1;
+            goto out;
+        }
+        if (faulted && b->fault_seq > fault_seq && b->fault_events == b->base + n &&
+            first + keep == n) {
+            fault = b->fault;
+            fault_seq = b->fault_seq;
+            fault_thread = b->thread;
+        }
+    }
+    if (fault_seq && fault.kind == WEFT_EV_FAULT) {
+        trc_thread_chunks *tc = fault_thread < ix->nthreads ? &ix->threads[fault_thread] : NULL;
+        if (tc && tc->events && fault.time < tc->last_time)
+            fault.time = tc->last_time;
+        rc = append_chunks(spool_fd, ix, end, fault_thread, &fault, 1);
+    }
+out:
+    free(b);
+    close(fd);
+    return rc;
+}
