@@ -218,7 +218,7 @@ table() {
   echo '```sh'
   for pol in "${policies[@]}"; do
     pol_cmd="$(policy_args "$pol" | tr '\n' ' ')"
-    echo "weft replay ${pol_cmd}--runs BUDGET --jobs $jobs --timeout $timeout ${stop[*]:-}${stop:+ }--quiet --out results/bug-finding/NAME/$(tag "$pol") -- build/fixtures/bench/NAME ARGS"
+    echo "weft replay ${pol_cmd}--runs BUDGET --jobs $jobs --timeout $timeout ${stop[*]:-}${stop:+ }--quiet --output results/bug-finding/NAME/$(tag "$pol") -- build/fixtures/bench/NAME ARGS"
   done
   echo '```'
 }
