@@ -328,6 +328,9 @@ weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, u
     }
     {
         std::lock_guard<std::mutex> g(p->mu);
+        if (!p->replaying() && sc_core::sc_time(double(cycles * p->cfg.ps_per_cycle),
+                                                sc_core::SC_PS) < sc_core::sc_time_stamp())
+            p->late++;
         p->step_kernel_to(cycles);
         if (kind == WEFT_SYNC_SYSCALL)
             p->slots[pe].in_syscall.store(1);
@@ -441,6 +444,7 @@ void weft_platform_get_stats(weft_platform *p, weft_platform_stats *out)
     out->transactions = p->top->xbar.routed;
     out->released_syscalls = p->released.load();
     out->exclusive_yields = p->exclusive_yields.load();
+    out->late_gates = p->late.load();
     out->sc_time_ps = uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12 + 0.5);
 }
 

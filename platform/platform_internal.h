@@ -77,6 +77,7 @@ struct weft_platform {
     std::unique_ptr<weft::Top> top;
     std::atomic<uint64_t> gates{0}, gate_waits{0}, escapes{0}, kernel_steps{0}, released{0};
     std::atomic<uint64_t> exclusive_yields{0};
+    std::atomic<uint64_t> late{0}; // gates passed behind the kernel's time (not replaying)
     uint64_t deadlock_seen = 0;
     std::atomic<uint64_t> progress_epoch{0}; // bumped by weft_platform_progress
 

@@ -502,6 +502,14 @@ void plugin_finish(uint32_t extra_flags)
     if (!atomic_load(&g_plugin.exit_group_seen) && !(extra_flags & WEFT_TRACE_DEADLOCK))
         sum.flags |= WEFT_TRACE_CRASHED; /* qemu exits without exit_group only on a fatal signal */
     sum.stall_escapes = st.escapes;
+    if (st.late_gates) {
+        sum.flags |= WEFT_TRACE_UNORDERED;
+        fprintf(stderr,
+                "weft: %" PRIu64 " synchronization point%s passed behind virtual time (a thread "
+                "back from a system call that blocked outside the guest, or a stall escape): "
+                "the trace is flagged unordered and may not repeat byte for byte\n",
+                st.late_gates, st.late_gates == 1 ? " was" : "s were");
+    }
     sum.nthreads = n;
     sum.threads = tt;
     for (uint32_t i = 0; tt && i < n; i++) {

@@ -286,12 +286,12 @@ static void print_header(weft_trace *t, FILE *out)
                 st->record & WEFT_RECORD_READS ? "" : "reads",
                 !(st->record & (WEFT_RECORD_READS | WEFT_RECORD_WRITES)) ? " and " : "",
                 st->record & WEFT_RECORD_WRITES ? "" : "writes");
-    static const char *const flag_names[] = {"complete",  "truncated", "crashed",
-                                             "timed-out", "deadlock",  "stopped"};
+    static const char *const flag_names[] = {"complete", "truncated", "crashed",  "timed-out",
+                                             "deadlock", "stopped",   "livelock", "unordered"};
     fprintf(out, "flags         ");
     if (!s->flags)
         fprintf(out, " none");
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 8; i++)
         if (s->flags & (1u << i))
             fprintf(out, " %s", flag_names[i]);
     if (s->exit_status < 0)

@@ -186,6 +186,11 @@ typedef struct weft_platform_stats {
     uint64_t released_syscalls;
     uint64_t exclusive_yields; /* waits left so qemu could run an exclusive section */
     uint64_t sc_time_ps;       /* SystemC time at the last step */
+    /* Gates passed at a virtual time the platform had already passed: a
+     * thread back from a syscall that blocked outside the guest (a read),
+     * or from a stall escape. Its events are not in virtual-time order with
+     * everyone else's, and the trace may not repeat byte for byte. */
+    uint64_t late_gates;
 } weft_platform_stats;
 void weft_platform_get_stats(weft_platform *p, weft_platform_stats *out);
 

@@ -117,6 +117,10 @@ typedef struct weft_trace_thread {
 #define WEFT_TRACE_DEADLOCK 0x10u /* no thread could advance while some were blocked */
 #define WEFT_TRACE_STOPPED 0x20u  /* weft stopped the run: trace size limit or disk nearly full */
 #define WEFT_TRACE_LIVELOCK 0x40u /* replay: every runnable thread spun without progress */
+/* Some gate was passed behind virtual time (a thread back from a read that
+ * blocked, a stall escape): ordering departed from the ideal platform's, and
+ * the same command may not give the same trace byte for byte. */
+#define WEFT_TRACE_UNORDERED 0x80u
 
 typedef struct weft_trace_summary {
     uint32_t flags;         /* WEFT_TRACE_* */
