@@ -140,6 +140,11 @@ static const cli_option replay_options[] = {
      PCT_MAX_THREADS, NULL, NULL},
     {"radius", 0, "R", "rpro: radius in steps (default min(10, k))", CLI_U64, C(radius), 1,
      UINT64_C(1) << 62, NULL, NULL},
+    {"bound", 0, "C",
+     "pb, db: at most C preemptions / delays (default 2); seeds 1, 2, ...\n"
+     "run the schedules with 0 deviations, then 1, ... up to C, and a\n"
+     "campaign stops when they are exhausted",
+     CLI_U64, C(max_bound), 0, PCT_MAX_BOUND, NULL, NULL},
     {"points", 'p', "P",
      "schedule points: visible (default): the program's own operations\n"
      "(its lock, unlock, wait, signal, create, join and exit calls, its\n"
@@ -256,6 +261,10 @@ static int check_combinations(replay_cli *o, cli_seen seen)
         cli_usage_error(cmd, "--radius: only for --sched rpro");
         return -1;
     }
+    if (cli_given(cmd, seen, "bound") && c->kind != PCT_KIND_PB && c->kind != PCT_KIND_DB) {
+        cli_usage_error(cmd, "--bound: only for --sched pb or db");
+        return -1;
+    }
     if (c->host_parallel && c->kind != PCT_KIND_PPCT) {
         cli_usage_error(cmd, "--host-parallel: only for --sched ppct");
         return -1;
@@ -275,7 +284,8 @@ static int run_replay(int argc, char **argv)
                           .depth = 3,
                           .starvation = -1,
                           .points = POINTS_VISIBLE,
-                          .profile_runs = 3},
+                          .profile_runs = 3,
+                          .max_bound = 2},
                     .jobs = ncpu > 0 ? (uint64_t)ncpu : 1,
                     .timeout = REPLAY_DEFAULT_TIMEOUT};
     int first;

@@ -49,6 +49,10 @@ int replay_campaign_write(const replay_config *c, const replay_shard *sh)
     /* What weft report and weft merge need to rebuild reproduction commands
      * and to tell shards of one campaign apart. */
     json_object_set_new(o, "timeout", json_integer(c->timeout));
+    json_object_set_new(o, "bound",
+                        c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB
+                            ? json_integer((json_int_t)c->max_bound)
+                            : json_null());
     json_object_set_new(o, "sysroot", c->run.sysroot ? json_string(c->run.sysroot) : json_null());
     json_object_set_new(o, "shard",
                         sh->index
@@ -167,7 +171,12 @@ int replay_campaign_load(replay_config *c, replay_shard *sh)
 /* The line that says what the campaign is about to do. */
 static void print_plan(const replay_config *c, const pct_config *cfg, const replay_shard *sh)
 {
-    printf("weft: %s, depth %" PRIu64, pct_kind_name(c->kind), c->depth);
+    if (c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB)
+        printf("weft: %s, bound %" PRIu64, pct_kind_name(c->kind), c->max_bound);
+    else if (c->kind == PCT_KIND_RANDOM || c->kind == PCT_KIND_POS)
+        printf("weft: %s", pct_kind_name(c->kind));
+    else
+        printf("weft: %s, depth %" PRIu64, pct_kind_name(c->kind), c->depth);
     if (c->kind == PCT_KIND_RPRO)
         printf(", radius %" PRIu64 "%s", c->radius, c->radius_given ? "" : " (default)");
     printf(", k = %" PRIu64 ", n = %" PRIu64 ", points %s", c->k, c->n,
@@ -238,6 +247,34 @@ int replay_start(replay_config *c, const char *out, replay_shard *sh)
     if (pct_config_check(&cfg, err, sizeof err)) {
         weft_error("%s%s", err, c->k_given ? "" : " (k measured by the profiling run)");
         return WEFT_EXIT_USAGE;
+    }
+    if ((c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB) && !c->seed_given) {
+        /* Seeds name schedules: the bound's schedules are all there are. */
+        uint64_t total = pct_bounded_total(c->kind, c->k, (uint32_t)c->n, (uint32_t)c->max_bound);
+        printf("weft: %s with at most %" PRIu64 " %s: %" PRIu64 " schedules for k = %" PRIu64
+               ", n = %" PRIu64 "\n",
+               pct_kind_name(c->kind), c->max_bound,
+               c->kind == PCT_KIND_PB ? "preemptions" : "delays", total, c->k, c->n);
+        if (c->first_seed > total) {
+            weft_error("--seed %" PRIu64 ": past the last schedule (%" PRIu64 ")", c->first_seed,
+                       total);
+            return WEFT_EXIT_USAGE;
+        }
+        if (c->first_seed - 1 + c->runs > total) {
+            c->runs = total - (c->first_seed - 1);
+            printf("weft: the search is exhaustive: %" PRIu64 " runs cover every schedule left\n",
+                   c->runs);
+        }
+    } else if (c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB) {
+        uint32_t b;
+        uint64_t idx;
+        if (replay_bounded_schedule(c, c->first_seed, &b, &idx)) {
+            weft_error("--seed %" PRIu64 ": past the last schedule of bound %" PRIu64,
+                       c->first_seed, c->max_bound);
+            return WEFT_EXIT_USAGE;
+        }
+        cfg.bound = b;
+        cfg.schedule = idx;
     }
     print_plan(c, &cfg, sh);
     if (replay_campaign_write(c, sh))

@@ -30,7 +30,8 @@ static const char *const same_keys[] = {"policy",
                                         "expect_output",
                                         "argv",
                                         "timeout",
-                                        "sysroot"};
+                                        "sysroot",
+                                        "bound"};
 
 typedef struct merge_dir {
     const char *path;

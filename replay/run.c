@@ -44,6 +44,14 @@ const char *replay_points_name(replay_points p)
     return names[p];
 }
 
+int replay_bounded_schedule(const replay_config *c, uint64_t seed, uint32_t *bound, uint64_t *index)
+{
+    if (seed == 0)
+        return -1;
+    return pct_bounded_locate(c->kind, c->k, (uint32_t)c->n, (uint32_t)c->max_bound, seed - 1,
+                              bound, index);
+}
+
 int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "sched=%s,seed=%" PRIu64 ",depth=%" PRIu64, pct_kind_name(c->kind),
@@ -56,6 +64,12 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
         n += snprintf(buf + n, len - (size_t)n, ",radius=%" PRIu64, c->radius);
     if (c->starvation >= 0)
         n += snprintf(buf + n, len - (size_t)n, ",starve=%.17g", c->starvation);
+    uint32_t bound;
+    uint64_t index;
+    if ((c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB) &&
+        replay_bounded_schedule(c, seed, &bound, &index) == 0)
+        n += snprintf(buf + n, len - (size_t)n, ",bound=%" PRIu32 ",schedule=%" PRIu64, bound,
+                      index);
     if (c->points == POINTS_NONE || c->points == POINTS_ALL)
         n += snprintf(buf + n, len - (size_t)n, ",points=%s", replay_points_name(c->points));
     else if (c->points == POINTS_VISIBLE)
@@ -94,6 +108,8 @@ void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size
 #define ADD(...) n += (n < len ? (size_t)snprintf(buf + n, len - n, __VA_ARGS__) : 0)
     if (c->kind == PCT_KIND_RPRO)
         ADD(" --radius %" PRIu64, c->radius);
+    if (c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB)
+        ADD(" --bound %" PRIu64, c->max_bound);
     ADD(" --steps %" PRIu64 " --threads %" PRIu64, c->k, c->n);
     if (c->points == POINTS_NONE || c->points == POINTS_ALL) {
         ADD(" --points %s", replay_points_name(c->points));
@@ -523,6 +539,9 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     json_object_set(o, "steps", steps ? steps : json_null());
     json_object_set(o, "change_points", cps ? cps : json_null());
     json_object_set(o, "overrides", ovr ? ovr : json_null());
+    json_t *sched = rec ? json_object_get(rec, "schedule") : NULL;
+    if (sched) /* pb, db: which schedule of the bounded search, and whether it was new */
+        json_object_set(o, "schedule", sched);
     json_object_set_new(o, "threads", json_integer((json_int_t)nthreads));
     json_object_set_new(o, "makespan_ns", json_integer((json_int_t)makespan));
     if (waits)

@@ -38,6 +38,10 @@ int sched_parse_arg(const char *key, const char *val)
         s->cfg.n = (uint32_t)x;
     else if (!strcmp(key, "radius") && num)
         s->cfg.r = x;
+    else if (!strcmp(key, "bound") && num && x <= PCT_MAX_BOUND)
+        s->cfg.bound = (uint32_t)x;
+    else if (!strcmp(key, "schedule") && num)
+        s->cfg.schedule = x;
     else if (!strcmp(key, "starve")) {
         char *end;
         double p = strtod(val, &end);
@@ -225,6 +229,13 @@ void sched_write_record(void)
     }
     if (rec)
         json_object_set_new(rec, "calls", calls ? calls : json_array());
+    if (rec && (s->cfg.kind == PCT_KIND_PB || s->cfg.kind == PCT_KIND_DB)) {
+        static const char *const st[] = {"done", "pending", "duplicate"};
+        json_object_set_new(rec, "schedule",
+                            json_pack("{s:i, s:I, s:s}", "bound", (int)s->cfg.bound, "index",
+                                      (json_int_t)s->cfg.schedule, "status",
+                                      st[pct_policy_schedule_status(s->policy)]));
+    }
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->record_path, (int)getpid());
     if (!rec || json_dump_file(rec, tmp, JSON_COMPACT) != 0 || rename(tmp, s->record_path) != 0) {

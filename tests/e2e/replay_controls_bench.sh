@@ -47,4 +47,16 @@ for sched in random pct ppct rpro pos; do
   check "threads200 under $sched: pass (status $st)" \
     test "$st $(jq -r '"\(.verdict) \(.threads)"' "$work/t200-$sched/runs.jsonl")" = "0 pass 201"
 done
+# Delay bounding is exhaustive: with at most one delay, seeds 1.. name every
+# schedule, the campaign stops when they are done, and the AB/BA deadlock is
+# among them (one delay suffices).
+run_status st "$WEFT" replay --sched db --bound 1 --runs 100000 --jobs 2 --timeout 60 -q \
+  --output "$work/db" -- "$b/deadlock_abba" >"$work/db.log" 2>&1
+total="$(sed -nE 's/^weft: db with at most 1 delays: ([0-9]+) schedules.*/\1/p' "$work/db.log")"
+check "db --bound 1: says how many schedules ($total)" test -n "$total"
+check "db --bound 1: runs exactly those" test "$(wc -l <"$work/db/runs.jsonl")" = "$total"
+check "db --bound 1: finds the deadlock (status $st)" \
+  test "$st $(jq -r 'select(.verdict == "deadlock") | .verdict' "$work/db/runs.jsonl" | sort -u)" = "10 deadlock"
+check "db --bound 1: each run names its schedule" \
+  test "$(jq -r '.schedule.bound' "$work/db/runs.jsonl" | sort -u | tr '\n' ' ')" = "0 1 "
 finish

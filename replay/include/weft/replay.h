@@ -60,6 +60,7 @@ typedef struct replay_config {
     int k_given, n_given; /* from --steps / --threads */
     int radius_given, runs_given, first_given, jobs_given;
     uint64_t profile_runs; /* profiling runs that measure k and n (their maximum) */
+    uint64_t max_bound;    /* pb, db: deviations at most (--bound); seed S runs schedule S-1 */
     int portfolio;         /* no --sched: several policies share the runs (portfolio.c) */
     int inner;             /* a portfolio member: no per-campaign lines or summary */
     int depth_given;
@@ -99,6 +100,12 @@ int replay_lines_read(FILE *f, size_t tag, replay_line **lines, size_t *n, size_
  * printing an error (the tracer did not run). */
 int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, char **line,
                     replay_verdict *verdict);
+
+/* pb, db: the (bound, index) of the schedule a seed runs: seeds 1, 2, ...
+ * enumerate bound 0, then 1, ... up to max_bound (iterative deepening).
+ * -1 past the last schedule: the search is exhausted. */
+int replay_bounded_schedule(const replay_config *c, uint64_t seed, uint32_t *bound,
+                            uint64_t *index);
 
 /* The plugin arguments of a replay with this config and seed (no out=). */
 int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t len);
@@ -166,6 +173,8 @@ typedef struct replay_summary {
     uint64_t runs_without_override;
     /* runs that took more steps than k: the bound does not speak of them */
     uint64_t runs_beyond_k;
+    /* pb, db: runs whose schedule repeated one with fewer deviations */
+    uint64_t duplicates;
     double hit_rate, ci_lo, ci_hi, bound;
     uint64_t seed_min, seed_max, first_hit_seed; /* first_hit_seed: UINT64_MAX if none */
     uint64_t steps_max, threads_max;
