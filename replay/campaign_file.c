@@ -49,6 +49,10 @@ int replay_campaign_write(const replay_config *c, const replay_shard *sh)
     /* What weft report and weft merge need to rebuild reproduction commands
      * and to tell shards of one campaign apart. */
     json_object_set_new(o, "timeout", json_integer(c->timeout));
+    json_object_set_new(o, "k_source",
+                        json_string(c->k_source[0] ? c->k_source
+                                    : c->k_given   ? "--steps"
+                                                   : "the resumed campaign's"));
     json_object_set_new(o, "bound",
                         c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB
                             ? json_integer((json_int_t)c->max_bound)
@@ -179,7 +183,8 @@ static void print_plan(const replay_config *c, const pct_config *cfg, const repl
         printf("weft: %s, depth %" PRIu64, pct_kind_name(c->kind), c->depth);
     if (c->kind == PCT_KIND_RPRO)
         printf(", radius %" PRIu64 "%s", c->radius, c->radius_given ? "" : " (default)");
-    printf(", k = %" PRIu64 ", n = %" PRIu64 ", points %s", c->k, c->n,
+    printf(", k = %" PRIu64 " (%s), n = %" PRIu64 ", points %s", c->k,
+           c->k_source[0] ? c->k_source : c->k_given ? "--steps" : "the resumed campaign's", c->n,
            replay_points_name(c->points));
     if (c->pcs_path[0])
         printf(" (%s)", c->pcs_path);

@@ -398,8 +398,11 @@ int replay_profile(replay_config *c)
         if (sl < sizeof seen - 24)
             sl += (size_t)snprintf(seen + sl, sizeof seen - sl, "%s%" PRIu64, s ? ", " : "", steps);
     }
-    if (!c->k)
+    if (!c->k) {
         c->k = kmax ? kmax : 1;
+        snprintf(c->k_source, sizeof c->k_source, "the largest of %" PRIu64 " profiling runs' steps",
+                 runs);
+    }
     if (!c->n)
         c->n = nmax ? nmax : 1;
     printf("weft: profiling: %" PRIu64 " run%s (random, seeds 0..%" PRIu64 ", points %s) took %s "

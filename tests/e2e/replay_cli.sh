@@ -62,7 +62,7 @@ check "--depth without --sched: refused (status $st)" test "$st" = 2
 check "--depth without --sched: says so" grep -q "needs --sched" "$work/err"
 run_status st "$WEFT" replay --sched pct --output "$work/d3" -- "$WEFT_FIXTURES/lost_update_ok" \
   >"$work/out" 2>&1
-check "--sched pct: depth 3 by default" grep -Eq "^weft: pct, depth 3, k = [0-9]+, n = 3, points visible" "$work/out"
+check "--sched pct: depth 3 by default" grep -Eq "^weft: pct, depth 3, k = [0-9]+ \(the largest of 3 profiling runs. steps\), n = 3, points visible" "$work/out"
 
 # --summary of a hand-written runs.jsonl: 10 seeds (one of them twice), 3 hits.
 line() { # seed verdict

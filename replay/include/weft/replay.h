@@ -67,6 +67,7 @@ typedef struct replay_config {
     double starvation; /* < 0: the plugin's default */
     replay_points points;
     char pcs_path[PATH_MAX + 32]; /* the shared-access pcs: SHARED, VISIBLE (profiled), PCS */
+    char k_source[96]; /* where k came from, for campaign.json and the plan line */
     uint64_t npcs;
     int host_parallel;
     uint64_t first_seed, runs;
