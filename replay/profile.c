@@ -364,14 +364,23 @@ int replay_profile(replay_config *c)
             return -1;
         snprintf(c->pcs_path, sizeof c->pcs_path, "%s/points.pcs", c->out_dir);
         uint64_t naddrs = 0;
-        if (write_shared_pcs(trace, c->pcs_path, &c->npcs, &naddrs))
+        if (c->race_points ? replay_race_pcs(trace, c->run.binary, c->pcs_path, &c->npcs, &naddrs)
+                           : write_shared_pcs(trace, c->pcs_path, &c->npcs, &naddrs))
             return -1;
         unlink(trace);
-        printf("weft: profiling trace: %" PRIu64 " shared address%s (8-byte granules accessed by "
-               "2+ threads, 1+ write), %" PRIu64
-               " instruction%s touching them -> %s (%.2f s)%s%s\n",
-               naddrs, naddrs == 1 ? "" : "es", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
-               weft_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "", note);
+        if (c->race_points)
+            printf("weft: profiling trace: %" PRIu64 " race%s (weft races), %" PRIu64
+                   " instruction%s in them -> %s (%.2f s)%s%s\n",
+                   naddrs, naddrs == 1 ? "" : "s", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
+                   weft_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "",
+                   note);
+        else
+            printf("weft: profiling trace: %" PRIu64 " shared address%s (8-byte granules "
+                   "accessed by 2+ threads, 1+ write), %" PRIu64
+                   " instruction%s touching them -> %s (%.2f s)%s%s\n",
+                   naddrs, naddrs == 1 ? "" : "es", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
+                   weft_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "",
+                   note);
     }
     if (c->k && c->n)
         return 0;

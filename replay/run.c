@@ -65,6 +65,8 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
         n += snprintf(buf + n, len - (size_t)n, ",points=pcs:%s", c->pcs_path);
     if (c->host_parallel)
         n += snprintf(buf + n, len - (size_t)n, ",hostpar=1");
+    if (c->schedule_path[0])
+        n += snprintf(buf + n, len - (size_t)n, ",schedule=%s", c->schedule_path);
     return n < (int)len ? 0 : -1;
 }
 
@@ -496,6 +498,7 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
         keep(trace, c, seed, "wtr", kept, sizeof kept);
         keep(out, c, seed, "stdout", NULL, 0);
         keep(errf, c, seed, "stderr", NULL, 0);
+        keep(record, c, seed, "sched.json", NULL, 0); /* the switches, for --explain */
     }
     unlink(trace);
     unlink(record);
@@ -523,6 +526,7 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     json_object_set(o, "steps", steps ? steps : json_null());
     json_object_set(o, "change_points", cps ? cps : json_null());
     json_object_set(o, "overrides", ovr ? ovr : json_null());
+    replay_line_add_switches(o, rec);
     json_object_set_new(o, "threads", json_integer((json_int_t)nthreads));
     json_object_set_new(o, "makespan_ns", json_integer((json_int_t)makespan));
     if (waits)
