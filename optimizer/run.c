@@ -37,6 +37,7 @@ static int run_exact(optimize_ctx *c)
         }
         cand[kept++] = cand[i];
     }
+    size_t raced = o->from_races ? opt_races_first(c, cand, kept) : 0;
     size_t dim = optimizer_model_dim(c->m);
     uint64_t *delta = calloc(dim ? dim : 1, sizeof *delta);
     optimizer_pair *chosen = NULL;
@@ -51,6 +52,8 @@ static int run_exact(optimize_ctx *c)
     }
     double t_select = weft_now_s() - t0;
     printf("weft: exact solver: %zu candidate pairs in %.3f ms", n, t_pairs * 1e3);
+    if (o->from_races)
+        printf(", %zu of them a race of the trace (ranked first: --from-races)", raced);
     if (ordered)
         printf(", %zu of them ordered by thread creation (dropped; --keep-ordered keeps them)",
                ordered);
@@ -135,6 +138,11 @@ int optimizer_run(optimize_opts *o)
     for (size_t i = 0; i < o->nvars; i++)
         if (opt_filter_add_var(&o->filter, c.syms, c.meta->binary_path, o->vars[i]))
             goto out;
+    if (o->from_races) {
+        int r = opt_races_load(&c);
+        if (r)
+            goto out;
+    }
     optimizer_options mo = optimizer_options_default();
     mo.include_reads = o->reads;
     c.m = opt_model_load(c.t, &o->filter, &mo, err, sizeof err);
@@ -159,6 +167,9 @@ int optimizer_run(optimize_opts *o)
                dim - writes, optimizer_model_addresses(c.m),
                optimizer_model_addresses(c.m) == 1 ? "" : "es",
                o->filter.atomics ? "atomic accesses kept" : "atomic accesses left out");
+        if (o->from_races)
+            printf("weft: --from-races: the model keeps only accesses at the %zu racy pcs\n",
+                   c.nrace_pcs);
         if (c.meta->settings.mode != WEFT_MODE_EXACT)
             printf("weft: note: traced in free mode; weft inject replays in exact mode, where "
                    "times can differ (weft trace --mode exact)\n");
@@ -193,6 +204,7 @@ out:
         optimizer_plan_free(&c.plan);
     if (c.syms)
         weft_symbols_close(c.syms);
+    opt_races_free(&c);
     weft_trace_close(c.t);
     return rc;
 }
