@@ -164,24 +164,20 @@ int replay_explanation_load(const char *dir, uint64_t seed, replay_explanation *
     x->seed = seed;
     if (replay_seed_outcome(dir, seed, x->verdict, sizeof x->verdict, x->detail, sizeof x->detail))
         snprintf(x->verdict, sizeof x->verdict, "?");
-    char rec[PATH_MAX + 64];
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         snprintf(err, errlen, "%s: %s", dir,
                  stat(dir, &st) != 0 ? strerror(errno) : "not a folder");
         return -1;
     }
-    snprintf(rec, sizeof rec, "%s/traces/seed-%" PRIu64 ".sched.json", dir, seed);
     snprintf(x->trace_path, sizeof x->trace_path, "%s/traces/seed-%" PRIu64 ".wtr", dir, seed);
-    if (access(rec, R_OK) != 0 || access(x->trace_path, R_OK) != 0) {
-        snprintf(err, errlen,
-                 "%s/traces: seed %" PRIu64 "'s trace and switch log were not kept (replay it "
-                 "with --seed %" PRIu64 " --save-trace, or --explain)",
-                 dir, seed, seed);
+    if (replay_switch_log_load_kept(dir, seed, &x->log, err, errlen))
+        return -1;
+    if (access(x->trace_path, R_OK) != 0) {
+        snprintf(err, errlen, "%s: %s", x->trace_path, strerror(errno));
+        replay_explanation_free(x);
         return -1;
     }
-    if (replay_switch_log_load(rec, &x->log, err, errlen))
-        return -1;
     weft_trace *t = weft_trace_open(x->trace_path, err, errlen);
     if (!t) {
         replay_explanation_free(x);
@@ -284,10 +280,17 @@ static void print_switches(const replay_explanation *x, weft_symbols *syms, FILE
     fprintf(out, ", seed %" PRIu64 ": %" PRIu64 " steps, change points [", l->seed, l->steps);
     for (size_t i = 0; i < l->nchange_points; i++)
         fprintf(out, "%s%" PRIu64, i ? ", " : "", l->change_points[i]);
-    fprintf(out,
-            "], %" PRIu64 " starvation overrides; %" PRIu64 " switches, %" PRIu64
-            " of them preemptions\n",
-            l->overrides, l->switches, l->preemptions);
+    if (l->partial)
+        fprintf(out,
+                "]; %" PRIu64 " switches, %" PRIu64 " of them preemptions (the run died before "
+                "the plugin wrote its record: the log it appended as it went, steps up to the "
+                "last switch)\n",
+                l->switches, l->preemptions);
+    else
+        fprintf(out,
+                "], %" PRIu64 " starvation overrides; %" PRIu64 " switches, %" PRIu64
+                " of them preemptions\n",
+                l->overrides, l->switches, l->preemptions);
     if (l->dropped)
         fprintf(out, "  (the log keeps the last %zu; %" PRIu64 " earlier ones are not shown)\n",
                 l->n, l->dropped);

@@ -382,7 +382,7 @@ static int save_minimal(minimize *m, const size_t *sel, size_t nsel, const char 
 /* The seed's verdict and switch log; 0, 1 (nothing to minimize, said) or -1. */
 static int load_run(minimize *m, const replay_config *c, uint64_t seed, replay_switch_log *log)
 {
-    char rec[PATH_MAX + 64], err[512];
+    char err[PATH_MAX + 512];
     if (replay_seed_outcome(c->out_dir, seed, m->want_verdict, sizeof m->want_verdict,
                             m->want_detail, sizeof m->want_detail)) {
         weft_error("--minimize: seed %" PRIu64 " has no finished run in %s", seed, c->out_dir);
@@ -398,14 +398,13 @@ static int load_run(minimize *m, const replay_config *c, uint64_t seed, replay_s
                    "ran: minimize a schedule of pct, rpro, random, pos, pb or db");
         return -1;
     }
-    snprintf(rec, sizeof rec, "%s/traces/seed-%" PRIu64 ".sched.json", c->out_dir, seed);
-    if (replay_switch_log_load(rec, log, err, sizeof err)) {
+    if (replay_switch_log_load_kept(c->out_dir, seed, log, err, sizeof err)) {
         weft_error("--minimize: %s", err);
         return -1;
     }
     if (log->dropped) {
-        weft_error("--minimize: seed %" PRIu64 " made %" PRIu64 " switches; the log keeps the "
-                   "last %zu, not enough to replay it",
+        weft_error("--minimize: seed %" PRIu64 " made %" PRIu64 " switches; its record keeps "
+                   "the last %zu and the whole log was not kept",
                    seed, log->switches + log->stays, log->n);
         replay_switch_log_free(log);
         return -1;

@@ -386,8 +386,10 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
                     replay_verdict *verdict)
 {
     char trace[PATH_MAX + 64], record[PATH_MAX + 64], out[PATH_MAX + 64], errf[PATH_MAX + 64];
+    char switches[PATH_MAX + 64];
     snprintf(trace, sizeof trace, "%s/%" PRIu64 ".wtr", tmp_dir, seed);
     snprintf(record, sizeof record, "%s/%" PRIu64 ".json", tmp_dir, seed);
+    snprintf(switches, sizeof switches, "%s/%" PRIu64 ".switches", tmp_dir, seed);
     snprintf(out, sizeof out, "%s/%" PRIu64 ".stdout", tmp_dir, seed);
     snprintf(errf, sizeof errf, "%s/%" PRIu64 ".stderr", tmp_dir, seed);
     unlink(record);
@@ -397,7 +399,8 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
         return -1;
     }
     size_t al = strlen(args);
-    snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
+    snprintf(args + al, sizeof args - al, ",out=%s,record=%s,switchlog=%s", trace, record,
+             switches);
     guest_run run = c->run;
     run.plugin_args = args;
     run.timeout_s = c->timeout;
@@ -429,6 +432,7 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     if (r.end == GUEST_INTERRUPTED) {
         unlink(trace);
         unlink(record);
+        unlink(switches);
         unlink(out);
         unlink(errf);
         return 1;
@@ -499,9 +503,14 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
         keep(out, c, seed, "stdout", NULL, 0);
         keep(errf, c, seed, "stderr", NULL, 0);
         keep(record, c, seed, "sched.json", NULL, 0); /* the switches, for --explain */
+        /* No record (the guest died of a signal), or one whose ring lost
+         * the oldest switches: the whole log, as it went. */
+        if (!rec || json_integer_value(json_object_get(rec, "switches_dropped")) > 0)
+            keep(switches, c, seed, "switches.jsonl", NULL, 0);
     }
     unlink(trace);
     unlink(record);
+    unlink(switches);
     unlink(out);
     unlink(errf);
 

@@ -90,6 +90,97 @@ int replay_switch_log_load(const char *record_path, replay_switch_log *log, char
     return 0;
 }
 
+/* The switch-log file a run appends as it goes (the plugin's switchlog=):
+ * a header line, then one switch a line. For a run that died before the
+ * plugin wrote its record. */
+static int load_jsonl(const char *path, replay_switch_log *log, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return fail(err, errlen, "%s: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0, vcap = 0;
+    int rc = 0, first = 1;
+    while (rc == 0 && getline(&line, &cap, f) > 0) {
+        json_t *o = json_loads(line, 0, NULL);
+        if (!o) /* a last line cut short by the kill */
+            break;
+        if (first) {
+            snprintf(log->policy, sizeof log->policy, "%s",
+                     JS(o, "policy") ? JS(o, "policy") : "?");
+            log->seed = (uint64_t)JI(o, "seed");
+            log->depth = (uint64_t)JI(o, "depth");
+            log->k = (uint64_t)JI(o, "k");
+            log->n_threads = (uint64_t)JI(o, "n");
+            size_t i;
+            json_t *e;
+            json_array_foreach(json_object_get(o, "change_points"), i, e)
+            {
+                if (log->nchange_points < 16)
+                    log->change_points[log->nchange_points++] = (uint64_t)json_integer_value(e);
+            }
+            first = 0;
+        } else if (log->n == vcap) {
+            vcap = vcap ? 2 * vcap : 256;
+            replay_switch *v = realloc(log->v, vcap * sizeof *v);
+            if (!v)
+                rc = fail(err, errlen, "%s: %s", path, "out of memory");
+            else
+                log->v = v;
+        }
+        if (!first && rc == 0 && json_object_get(o, "step")) {
+            replay_switch *w = &log->v[log->n++];
+            read_switch(o, w);
+            log->stays += w->stay;
+            log->switches += !w->stay;
+            log->preemptions += w->preempt && !w->stay;
+            log->steps = w->step;
+        }
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    log->partial = 1;
+    return rc;
+}
+
+int replay_switch_log_load_kept(const char *dir, uint64_t seed, replay_switch_log *log, char *err,
+                                size_t errlen)
+{
+    char rec[PATH_MAX + 64], all[PATH_MAX + 64];
+    snprintf(rec, sizeof rec, "%s/traces/seed-%" PRIu64 ".sched.json", dir, seed);
+    snprintf(all, sizeof all, "%s/traces/seed-%" PRIu64 ".switches.jsonl", dir, seed);
+    int have_all = access(all, R_OK) == 0;
+    if (access(rec, R_OK) == 0) {
+        if (replay_switch_log_load(rec, log, err, errlen))
+            return -1;
+        if (!log->dropped || !have_all)
+            return 0;
+        /* The record's ring lost the oldest switches: the whole log's,
+         * with the record's counts. */
+        replay_switch_log whole;
+        memset(&whole, 0, sizeof whole);
+        if (load_jsonl(all, &whole, err, errlen)) {
+            replay_switch_log_free(&whole);
+            replay_switch_log_free(log);
+            return -1;
+        }
+        free(log->v);
+        log->v = whole.v;
+        log->n = whole.n;
+        log->dropped = 0;
+        return 0;
+    }
+    memset(log, 0, sizeof *log);
+    if (have_all)
+        return load_jsonl(all, log, err, errlen);
+    snprintf(err, errlen,
+             "%s/traces: seed %" PRIu64 "'s trace and switch log were not kept (replay it with "
+             "--seed %" PRIu64 " --save-trace, or --explain)",
+             dir, seed, seed);
+    return -1;
+}
+
 void replay_switch_log_free(replay_switch_log *log)
 {
     free(log->v);

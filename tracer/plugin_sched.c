@@ -4,6 +4,7 @@
  * policy's run (steps, change points, switches) that `weft replay` reports,
  * explains and reproduces from. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,8 @@ int sched_parse_arg(const char *key, const char *val)
         s->record_path = val;
     else if (!strcmp(key, "schedule"))
         s->schedule_path = val;
+    else if (!strcmp(key, "switchlog"))
+        s->switchlog_path = val;
     else
         return 0;
     return 1;
@@ -176,6 +179,61 @@ static void where(int pe, uint64_t *pc, uint64_t *seq)
         *seq += v->nbuf;
 }
 
+/* The switch as one JSON line of the switch-log file, the record's keys.
+ * Formatted by hand into a buffer on the stack: this runs under the
+ * platform's lock, where nothing may allocate. */
+static void append_switch(const sched_switch *w)
+{
+    int fd = g_plugin.sched.switchlog_fd;
+    if (fd < 0)
+        return;
+    char line[768];
+    int n = snprintf(line, sizeof line,
+                     "{\"step\":%" PRIu64 ",\"from\":%d,\"to\":%d,\"why\":\"%s\",\"preempt\":%s,"
+                     "\"stay\":%s,\"change_point\":%u,\"from_pc\":%" PRIu64 ",\"to_pc\":%" PRIu64
+                     ",\"from_seq\":%" PRIu64 ",\"to_seq\":%" PRIu64
+                     ",\"enabled_count\":%u,\"enabled\":[",
+                     w->step, w->from, w->to, pct_why_name((pct_why)w->why),
+                     w->preempt ? "true" : "false", w->stay ? "true" : "false", w->change_point,
+                     w->from_pc, w->to_pc, w->from_seq, w->to_seq, w->nenabled);
+    for (uint32_t i = 0; i < w->nenabled && i < SCHED_LOG_ENABLED && n < (int)sizeof line - 16; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s%d", i ? "," : "", w->enabled[i]);
+    n += snprintf(line + n, sizeof line - (size_t)n, "]}\n");
+    if (n > 0 && n < (int)sizeof line && write(fd, line, (size_t)n) != n)
+        g_plugin.sched.switchlog_fd = -1; /* a full disk: the record still has the log */
+}
+
+/* The switch-log file's first line: what the record would say of the run
+ * before it starts. */
+static int open_switchlog(char *err, size_t errlen)
+{
+    sched_state *s = &g_plugin.sched;
+    s->switchlog_fd = -1;
+    if (!s->switchlog_path)
+        return 0;
+    s->switchlog_fd =
+        open(s->switchlog_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+    if (s->switchlog_fd < 0) {
+        snprintf(err, errlen, "%s: %s", s->switchlog_path, strerror(errno));
+        return -1;
+    }
+    uint64_t cps[16];
+    size_t ncp = pct_policy_change_points(s->policy, cps, 16);
+    char line[512];
+    int n = snprintf(line, sizeof line,
+                     "{\"policy\":\"%s\",\"seed\":%" PRIu64 ",\"n\":%u,\"k\":%" PRIu64
+                     ",\"depth\":%u,\"change_points\":[",
+                     pct_kind_name(s->cfg.kind), s->cfg.seed, s->cfg.n, s->cfg.k, s->cfg.d);
+    for (size_t i = 0; i < ncp && i < 16; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s%" PRIu64, i ? "," : "", cps[i]);
+    n += snprintf(line + n, sizeof line - (size_t)n, "]}\n");
+    if (write(s->switchlog_fd, line, (size_t)n) != n) {
+        snprintf(err, errlen, "%s: %s", s->switchlog_path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 /* Called by the policy under the platform's lock, at every switch: the
  * other threads wait at their gates or in the kernel, so their places are
  * still. Keeps the last SCHED_LOG_MAX. */
@@ -206,6 +264,7 @@ static void log_decision(void *ctx, const pct_policy *p, const pct_decision *d)
             w->enabled[w->nenabled] = (int32_t)info.tid;
         w->nenabled++;
     }
+    append_switch(w);
 }
 
 int sched_setup(char *err, size_t errlen)
@@ -226,6 +285,8 @@ int sched_setup(char *err, size_t errlen)
         s->log = calloc(SCHED_LOG_MAX, sizeof *s->log);
         pct_policy_on_decision(s->policy, log_decision, NULL);
     }
+    if (open_switchlog(err, errlen))
+        return -1;
     snprintf(g_plugin.cfg.settings.policy, sizeof g_plugin.cfg.settings.policy, "%s",
              pct_kind_name(s->cfg.kind));
     g_plugin.cfg.settings.seed = s->cfg.seed;

@@ -126,6 +126,10 @@ typedef struct sched_state {
     pct_script_switch *script;
     sched_switch *log; /* ring of the last SCHED_LOG_MAX decisions */
     uint64_t log_total, log_stays, log_preemptions;
+    /* Every decision also appended to this file as it happens, one JSON
+     * line each: a run that dies of a signal writes no record. */
+    const char *switchlog_path;
+    int switchlog_fd; /* -1: none */
 } sched_state;
 
 /* Exact mode by speculation (plugin_spec.c): only atomics, syscalls and the

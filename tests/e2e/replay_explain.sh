@@ -60,6 +60,14 @@ explain_case atomicity_violation 3
 run_status st "$WEFT" explain "$work/lost_update-pct" 999999
 check "weft explain: a seed not kept is one line, exit 1" test "$st" = 1
 
+# A guest killed by a signal writes no record: the log the plugin appended
+# as the run went explains it.
+replay "$work/segv" --sched pct --seed 1 --explain -- "$WEFT_FIXTURES/fail_segv"
+check "fail_segv --explain: a crash (status $st)" test "$st" = 10
+check "fail_segv: its switch log kept as it went" test -s "$work/segv/traces/seed-1.switches.jsonl"
+check "fail_segv: explained from it" grep -q "the run died before the plugin wrote its record" "$work/segv.log"
+check "fail_segv: ends with the verdict" grep -q "^verdict: crash: killed by signal 11" "$work/segv.log"
+
 # ---- --minimize and --schedule -------------------------------------------------
 minimize_case() { # fixture policy depth
   local fx="$1" pol="$2" d="$3" c="$work/$1-$2"

@@ -285,11 +285,19 @@ typedef struct replay_switch_log {
     uint64_t seed, depth, k, n_threads, steps, overrides;
     uint64_t change_points[16];
     size_t nchange_points;
+    /* Read from the file the plugin appends as the run goes: the run died
+     * before its record (steps: the last switch's; overrides unknown). */
+    int partial;
 } replay_switch_log;
 
 /* Read the switch log of a plugin record. 0, or -1 with one line in err. */
 int replay_switch_log_load(const char *record_path, replay_switch_log *log, char *err,
                            size_t errlen);
+/* The log seed S of a replay folder kept (traces/seed-S.sched.json, or
+ * seed-S.switches.jsonl for a run that died of a signal). 0, or -1 with one
+ * line (not kept, unreadable). */
+int replay_switch_log_load_kept(const char *dir, uint64_t seed, replay_switch_log *log, char *err,
+                                size_t errlen);
 void replay_switch_log_free(replay_switch_log *log);
 
 struct json_t;
