@@ -254,37 +254,6 @@ static int test_subset(void *ctx, const size_t *sel, size_t nsel)
     return r;
 }
 
-/* The point pcs of a campaign (hex, one per line). */
-static int load_pcs(const char *path, uint64_t **pcs, size_t *n)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        weft_error("%s: cannot read the campaign's points", path);
-        return -1;
-    }
-    size_t cap = 0;
-    char line[64];
-    while (fgets(line, sizeof line, f)) {
-        char *end;
-        uint64_t pc = strtoull(line, &end, 16);
-        if (end == line)
-            continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 256;
-            uint64_t *p = realloc(*pcs, cap * sizeof *p);
-            if (!p) {
-                fclose(f);
-                weft_error("out of memory");
-                return -1;
-            }
-            *pcs = p;
-        }
-        (*pcs)[(*n)++] = pc;
-    }
-    fclose(f);
-    return 0;
-}
-
 /* What every candidate shares: the program, n, k, the points, the verdict
  * to reproduce, where it came from. */
 static int make_template(minimize *m, const replay_config *c, uint64_t seed, char *binary)
@@ -306,8 +275,11 @@ static int make_template(minimize *m, const replay_config *c, uint64_t seed, cha
     t->from_depth = c->depth;
     t->from_switches = m->log->switches;
     t->from_preemptions = m->log->preemptions;
-    if (t->points == POINTS_VISIBLE || t->points == POINTS_PCS)
-        return c->pcs_path[0] ? load_pcs(c->pcs_path, &t->pcs, &t->npcs) : 0;
+    if ((t->points == POINTS_VISIBLE || t->points == POINTS_PCS) && c->pcs_path[0] &&
+        replay_pcs_load(c->pcs_path, &t->pcs, &t->npcs)) {
+        weft_error("%s: cannot read the campaign's points", c->pcs_path);
+        return -1;
+    }
     return 0;
 }
 

@@ -254,23 +254,9 @@ static int estimate_steps(const replay_config *c, const char *trace, uint64_t *s
         return -1;
     }
     uint64_t *pcs = NULL;
-    size_t npcs = 0, cap = 0;
-    FILE *f =
-        c->points == POINTS_SHARED || c->points == POINTS_PCS ? fopen(c->pcs_path, "r") : NULL;
-    char line[64];
-    while (f && fgets(line, sizeof line, f)) {
-        if (npcs == cap) {
-            cap = cap ? cap * 2 : 256;
-            uint64_t *n = realloc(pcs, cap * sizeof *n);
-            if (!n)
-                break;
-            pcs = n;
-        }
-        pcs[npcs++] = strtoull(line, NULL, 16);
-    }
-    if (f)
-        fclose(f);
-    qsort(pcs, npcs, sizeof *pcs, cmp_u64);
+    size_t npcs = 0;
+    if (c->points == POINTS_SHARED || c->points == POINTS_PCS)
+        replay_pcs_load(c->pcs_path, &pcs, &npcs); /* unreadable: no plain-access point counted */
     weft_event ev;
     uint64_t n = 0;
     while (weft_trace_next(t, &ev) == 1) {

@@ -1,8 +1,8 @@
-/* --points races: CHESS drives its schedule points from its race detector;
- * here the plain accesses that are schedule points are the ones at the pcs
- * weft races reports in the profiling trace, instead of every access to a
- * shared address. The visible points' synchronization calls, atomics and
- * exits stay points. */
+/* Points files, and --points races: CHESS drives its schedule points from
+ * its race detector; here the plain accesses that are schedule points are
+ * the ones at the pcs weft races reports in the profiling trace, instead of
+ * every access to a shared address. The visible points' synchronization
+ * calls, atomics and exits stay points. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,4 +40,44 @@ int replay_race_pcs(const char *trace_path, const char *binary, const char *path
         weft_error("%s", buf ? err : "out of memory");
     free(buf);
     return rc;
+}
+
+static int cmp_pc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int replay_pcs_load(const char *path, uint64_t **pcs, size_t *n)
+{
+    *pcs = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t cap = 0;
+    char line[64];
+    while (fgets(line, sizeof line, f)) {
+        char *end;
+        uint64_t pc = strtoull(line, &end, 16);
+        if (end == line)
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 256;
+            uint64_t *p = realloc(*pcs, cap * sizeof *p);
+            if (!p) {
+                fclose(f);
+                free(*pcs);
+                *pcs = NULL;
+                *n = 0;
+                return -1;
+            }
+            *pcs = p;
+        }
+        (*pcs)[(*n)++] = pc;
+    }
+    fclose(f);
+    if (*n)
+        qsort(*pcs, *n, sizeof **pcs, cmp_pc);
+    return 0;
 }

@@ -47,6 +47,23 @@ static void read_switch(json_t *e, replay_switch *w)
                                        : json_array_size(json_object_get(e, "enabled"));
 }
 
+/* What a record, or the switch-log file's first line, says of the run. */
+static void read_header(json_t *o, replay_switch_log *log)
+{
+    snprintf(log->policy, sizeof log->policy, "%s", JS(o, "policy") ? JS(o, "policy") : "?");
+    log->seed = (uint64_t)JI(o, "seed");
+    log->depth = (uint64_t)JI(o, "depth");
+    log->k = (uint64_t)JI(o, "k");
+    log->n_threads = (uint64_t)JI(o, "n");
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(o, "change_points"), i, e)
+    {
+        if (log->nchange_points < 16)
+            log->change_points[log->nchange_points++] = (uint64_t)json_integer_value(e);
+    }
+}
+
 int replay_switch_log_load(const char *record_path, replay_switch_log *log, char *err,
                            size_t errlen)
 {
@@ -74,18 +91,9 @@ int replay_switch_log_load(const char *record_path, replay_switch_log *log, char
     log->stays = (uint64_t)JI(rec, "stays");
     log->preemptions = (uint64_t)JI(rec, "preemptions");
     log->dropped = (uint64_t)JI(rec, "switches_dropped");
-    snprintf(log->policy, sizeof log->policy, "%s", JS(rec, "policy") ? JS(rec, "policy") : "?");
-    log->seed = (uint64_t)JI(rec, "seed");
-    log->depth = (uint64_t)JI(rec, "depth");
-    log->k = (uint64_t)JI(rec, "k");
-    log->n_threads = (uint64_t)JI(rec, "n");
+    read_header(rec, log);
     log->steps = (uint64_t)JI(rec, "steps");
     log->overrides = (uint64_t)JI(rec, "overrides");
-    json_array_foreach(json_object_get(rec, "change_points"), i, e)
-    {
-        if (log->nchange_points < 16)
-            log->change_points[log->nchange_points++] = (uint64_t)json_integer_value(e);
-    }
     json_decref(rec);
     return 0;
 }
@@ -106,19 +114,7 @@ static int load_jsonl(const char *path, replay_switch_log *log, char *err, size_
         if (!o) /* a last line cut short by the kill */
             break;
         if (first) {
-            snprintf(log->policy, sizeof log->policy, "%s",
-                     JS(o, "policy") ? JS(o, "policy") : "?");
-            log->seed = (uint64_t)JI(o, "seed");
-            log->depth = (uint64_t)JI(o, "depth");
-            log->k = (uint64_t)JI(o, "k");
-            log->n_threads = (uint64_t)JI(o, "n");
-            size_t i;
-            json_t *e;
-            json_array_foreach(json_object_get(o, "change_points"), i, e)
-            {
-                if (log->nchange_points < 16)
-                    log->change_points[log->nchange_points++] = (uint64_t)json_integer_value(e);
-            }
+            read_header(o, log);
             first = 0;
         } else if (log->n == vcap) {
             vcap = vcap ? 2 * vcap : 256;

@@ -123,6 +123,9 @@ void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size
  * into path. 0 with the counts, or -1 after one line. */
 int replay_race_pcs(const char *trace_path, const char *binary, const char *path, uint64_t *npcs,
                     uint64_t *nraces);
+/* The pcs of a points file (hex, one a line; other lines skipped), sorted
+ * (malloc'd). 0, or -1 (unreadable, out of memory) with none. */
+int replay_pcs_load(const char *path, uint64_t **pcs, size_t *n);
 
 /* With --points shared: trace the program once (exact mode, no policy) and
  * write the pcs of accesses to shared addresses to c->pcs_path. Then, if k
