@@ -323,9 +323,7 @@ static void test_replay_of_logged_runs(void **state)
     const pct_kind kinds[] = {PCT_KIND_PCT, PCT_KIND_RPRO, PCT_KIND_RANDOM, PCT_KIND_POS};
     print_message("seeds 1..60 per program and policy\n");
     for (size_t i = 0; i < 5; i++) {
-        uint32_t n = 0;
-        for (size_t t = 0; t < progs[i].nthreads; t++)
-            n++;
+        uint32_t n = (uint32_t)progs[i].nthreads;
         for (size_t k = 0; k < 4; k++)
             for (uint64_t seed = 1; seed <= 60; seed++) {
                 pct_config c;
