@@ -396,8 +396,9 @@ int replay_profile(replay_config *c)
         c->n = nmax ? nmax : 1;
     printf("weft: profiling: %" PRIu64 " run%s (random, seeds 0..%" PRIu64 ", points %s) took %s "
            "steps, up to %" PRIu64 " threads -> k = %" PRIu64 ", n = %" PRIu64 " (%.2f s)%s%s%s\n",
-           runs, runs == 1 ? "" : "s", runs - 1, replay_points_name(c->points), seen, nmax, c->k,
-           c->n, weft_now_s() - t0,
+           runs, runs == 1 ? "" : "s", runs - 1,
+           c->race_points ? "races" : replay_points_name(c->points), seen, nmax, c->k, c->n,
+           weft_now_s() - t0,
            any_estimated ? "; counted from a trace: a run died before the plugin wrote its record"
                          : "",
            note[0] ? "; note: the last " : "", note);
