@@ -159,13 +159,25 @@ static int load_script(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-/* The thread's vCPU while it lives (indices are reused after an exit). */
+/* Each PE's vCPU as last found, [max_pes]: read and written under the
+ * platform's lock, allocated before any thread runs. */
+static const vcpu_state **pe_vcpu;
+
+/* The thread's vCPU while it lives (indices are reused after an exit): the
+ * one found last time if it is still bound to pe, else a scan. */
 static const vcpu_state *vcpu_of_pe(int pe)
 {
+    const vcpu_state **cache = pe_vcpu;
+    uint32_t max = g_plugin.cfg.max_pes;
+    if (cache && (uint32_t)pe < max && cache[pe] && cache[pe]->pe == pe)
+        return cache[pe];
     for (unsigned i = 0; i < PLUGIN_MAX_VCPUS; i++) {
         const vcpu_state *v = g_plugin.vcpus[i];
-        if (v && v->pe == pe)
+        if (v && v->pe == pe) {
+            if (cache && (uint32_t)pe < max)
+                cache[pe] = v;
             return v;
+        }
     }
     return NULL;
 }
@@ -283,6 +295,7 @@ int sched_setup(char *err, size_t errlen)
         return -1;
     if (s->record_path) {
         s->log = calloc(SCHED_LOG_MAX, sizeof *s->log);
+        pe_vcpu = calloc(g_plugin.cfg.max_pes ? g_plugin.cfg.max_pes : 1, sizeof *pe_vcpu);
         pct_policy_on_decision(s->policy, log_decision, NULL);
     }
     if (open_switchlog(err, errlen))
