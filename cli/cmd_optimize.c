@@ -132,6 +132,12 @@ static const cli_option optimize_options[] = {
      CLI_FLAG, O(filter.atomics), 0, 0, NULL, NULL},
     {"var", 0, "NAME", "only accesses to this global (repeatable)", CLI_CUSTOM, 0, 0, 0, parse_var,
      NULL},
+    {"from-races", 0, NULL,
+     "run weft races on the trace first: the model keeps only accesses\n"
+     "at the pcs of its races (pairs a lock orders are left out), and\n"
+     "the exact solver ranks first the pairs whose two pcs are one of\n"
+     "the races; no race: nothing to align (exit 1)",
+     CLI_FLAG, O(from_races), 0, 0, NULL, NULL},
     {"pairs", 0, "N", "exact: at most N pairs in the plan (default: all chosen)", CLI_U64, O(pairs),
      1, UINT32_MAX, NULL, NULL},
     {"keep-ordered", 0, NULL,

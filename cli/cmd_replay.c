@@ -16,8 +16,9 @@
 
 typedef struct replay_cli {
     replay_config c;
-    const char *out, *summary;
-    uint64_t seed, runs, jobs, timeout, expect_exit;
+    const char *out, *summary, *schedule;
+    uint64_t seed, runs, jobs, timeout, expect_exit, minimize_runs;
+    int explain, minimize, verdict_only;
     replay_shard shard;
 } replay_cli;
 
@@ -27,6 +28,10 @@ typedef struct replay_cli {
 static int parse_sched(const cli_command *cmd, const char *arg, void *opts)
 {
     replay_cli *o = opts;
+    if (!strcmp(arg, "script")) {
+        cli_usage_error(cmd, "--sched script: give the schedule file instead, --schedule FILE");
+        return -1;
+    }
     if (pct_kind_parse(arg, &o->c.kind) || o->c.kind == PCT_KIND_IDEAL) {
         cli_usage_error(cmd, "--sched: expected pct, ppct, rpro, random, pos, pb or db, got '%s'",
                         arg);
@@ -60,7 +65,10 @@ static int parse_points(const cli_command *cmd, const char *arg, void *opts)
         c->points = POINTS_SHARED;
     else if (!strcmp(arg, "visible"))
         c->points = POINTS_VISIBLE;
-    else if (!strncmp(arg, "visible:", 8) && arg[8]) {
+    else if (!strcmp(arg, "races")) {
+        c->points = POINTS_VISIBLE;
+        c->race_points = 1;
+    } else if (!strncmp(arg, "visible:", 8) && arg[8]) {
         c->points = POINTS_VISIBLE;
         if (!realpath(arg + 8, c->pcs_path)) {
             cli_usage_error(cmd, "--points %s: %s", arg, strerror(errno));
@@ -76,8 +84,8 @@ static int parse_points(const cli_command *cmd, const char *arg, void *opts)
         }
     } else {
         cli_usage_error(cmd,
-                        "--points: expected visible, shared, none, all, pcs:FILE or visible:FILE, "
-                        "got '%s'",
+                        "--points: expected visible, races, shared, none, all, pcs:FILE or "
+                        "visible:FILE, got '%s'",
                         arg);
         return -1;
     }
@@ -104,6 +112,17 @@ static int parse_expect_output(const cli_command *cmd, const char *arg, void *op
         return -1;
     }
     ((replay_cli *)opts)->c.expect_output = arg;
+    return 0;
+}
+
+static int parse_match(const cli_command *cmd, const char *arg, void *opts)
+{
+    replay_cli *o = opts;
+    if (strcmp(arg, "line") && strcmp(arg, "verdict")) {
+        cli_usage_error(cmd, "--minimize-match: expected line or verdict, got '%s'", arg);
+        return -1;
+    }
+    o->verdict_only = !strcmp(arg, "verdict");
     return 0;
 }
 
@@ -149,9 +168,11 @@ static const cli_option replay_options[] = {
      "schedule points: visible (default): the program's own operations\n"
      "(its lock, unlock, wait, signal, create, join and exit calls, its\n"
      "atomics, its accesses to shared addresses), none of the C\n"
-     "library's internals; shared: every syscall and atomic, library\n"
-     "code included, and accesses to shared addresses; none; all;\n"
-     "pcs:FILE, visible:FILE (the shared-access pcs of a campaign)",
+     "library's internals; races: the same, but of the plain accesses\n"
+     "only those at the pcs weft races reports in the profiling trace;\n"
+     "shared: every syscall and atomic, library code included, and\n"
+     "accesses to shared addresses; none; all; pcs:FILE, visible:FILE\n"
+     "(the point pcs of a campaign)",
      CLI_CUSTOM, 0, 0, 0, parse_points, NULL},
     {"profile-runs", 0, "N",
      "profiling runs (random policy, seeds 0..N-1) whose largest step\n"
@@ -190,6 +211,29 @@ static const cli_option replay_options[] = {
     {"quiet", 'q', NULL, "no per-hit lines or progress", CLI_FLAG, C(quiet), 0, 0, NULL, NULL},
     {"summary", 0, "FILE", "print the summary of a runs.jsonl and exit", CLI_STRING, O(summary), 0,
      0, NULL, NULL},
+    {"explain", 0, NULL,
+     "with --seed S: after the run, the thread switches the policy made\n"
+     "(step, from, to, why, where, who else was enabled), the races of\n"
+     "the run's trace with the last accesses to their variables, and the\n"
+     "verdict (implies --save-trace)",
+     CLI_FLAG, O(explain), 0, 0, NULL, NULL},
+    {"minimize", 0, NULL,
+     "with --seed S of a failing run: the fewest of its preemptions that\n"
+     "still fail the same way (ddmin, each candidate one replay), saved\n"
+     "as DIR/schedule.json (implies --save-trace)",
+     CLI_FLAG, O(minimize), 0, 0, NULL, NULL},
+    {"minimize-runs", 0, "N", "--minimize: at most N candidate replays (default 300)", CLI_U64,
+     O(minimize_runs), 1, 100000, NULL, NULL},
+    {"minimize-match", 0, "M",
+     "--minimize: a candidate fails the same way when it has the same\n"
+     "verdict and, for bug, the same BUG line (line, the default), or\n"
+     "the same verdict (verdict)",
+     CLI_CUSTOM, 0, 0, 0, parse_match, NULL},
+    {"schedule", 0, "FILE",
+     "replay a schedule file (--minimize's DIR/schedule.json) under the\n"
+     "script policy: its program (unless one is given), n, k, points\n"
+     "and switches; says whether it fails as the file says",
+     CLI_STRING, O(schedule), 0, 0, NULL, NULL},
     {"shard", 0, "I/N",
      "run only part I of N of the seeds (contiguous ranges), for\n'weft merge' "
      "(docs/scale-out.md)",
@@ -211,19 +255,36 @@ static int summary_only(const char *path)
     return WEFT_EXIT_OK;
 }
 
+/* --schedule FILE: the file decides the policy, its parameters and points. */
+static int check_schedule(cli_seen seen)
+{
+    static const char *const decided[] = {"sched",      "depth",         "steps", "threads",
+                                          "radius",     "points",        "runs",  "profile-runs",
+                                          "starvation", "host-parallel", "shard", "resume"};
+    for (size_t i = 0; i < sizeof decided / sizeof *decided; i++)
+        if (cli_given(&cli_cmd_replay, seen, decided[i])) {
+            cli_usage_error(&cli_cmd_replay, "--%s: the schedule file decides it (--schedule)",
+                            decided[i]);
+            return -1;
+        }
+    return 0;
+}
+
 /* Options that only make sense together, and what --seed means with or
  * without --runs. 0, or -1 after one line. */
 static int check_combinations(replay_cli *o, cli_seen seen)
 {
     const cli_command *cmd = &cli_cmd_replay;
     replay_config *c = &o->c;
+    if (o->schedule && check_schedule(seen))
+        return -1;
     c->radius_given = cli_given(cmd, seen, "radius");
     c->runs_given = cli_given(cmd, seen, "runs");
     c->jobs_given = cli_given(cmd, seen, "jobs");
     c->k_given = cli_given(cmd, seen, "steps");
     c->depth_given = cli_given(cmd, seen, "depth");
     /* No --sched: the portfolio, whose policies bring their own depths. */
-    c->portfolio = !cli_given(cmd, seen, "sched");
+    c->portfolio = !cli_given(cmd, seen, "sched") && !o->schedule;
     if (c->portfolio) {
         static const char *const own[] = {"depth", "radius", "host-parallel", "shard", "resume"};
         for (size_t i = 0; i < sizeof own / sizeof *own; i++)
@@ -238,13 +299,23 @@ static int check_combinations(replay_cli *o, cli_seen seen)
     c->n_given = cli_given(cmd, seen, "threads");
     int seed_given = cli_given(cmd, seen, "seed");
     /* --seed S alone: one run in detail; with --runs N: a campaign from S. */
-    c->seed_given = seed_given && !c->runs_given;
+    c->seed_given = (seed_given && !c->runs_given) || o->schedule;
     c->first_given = seed_given && c->runs_given;
     c->first_seed = seed_given ? o->seed : 1;
     c->runs = c->runs_given ? o->runs : 1;
     c->jobs = (unsigned)o->jobs;
     c->timeout = (unsigned)o->timeout;
     c->expect_exit = (int)o->expect_exit;
+    if ((o->explain || o->minimize) && !c->seed_given) {
+        cli_usage_error(cmd, "--%s describes one run: give --seed S without --runs",
+                        o->explain ? "explain" : "minimize");
+        return -1;
+    }
+    if ((cli_given(cmd, seen, "minimize-runs") || cli_given(cmd, seen, "minimize-match")) &&
+        !o->minimize) {
+        cli_usage_error(cmd, "--minimize-runs and --minimize-match: only with --minimize");
+        return -1;
+    }
     if (c->portfolio && c->seed_given) {
         cli_usage_error(cmd, "--seed alone replays one run of one policy: give --sched too");
         return -1;
@@ -277,6 +348,48 @@ static int check_combinations(replay_cli *o, cli_seen seen)
     return 0;
 }
 
+/* --schedule FILE: read it and make c its replay; the file's time limit
+ * and expected exit status unless given. 0, or -1 after one line. */
+static int load_schedule(replay_cli *o, cli_seen seen, replay_schedule *s)
+{
+    char err[PATH_MAX + 256];
+    if (replay_schedule_read(o->schedule, s, err, sizeof err)) {
+        weft_error("--schedule %s", err);
+        return -1;
+    }
+    if (!cli_given(&cli_cmd_replay, seen, "timeout"))
+        o->c.timeout = s->timeout;
+    if (!cli_given(&cli_cmd_replay, seen, "expect-exit"))
+        o->c.expect_exit = s->expect_exit;
+    return replay_schedule_apply(&o->c, s, o->schedule, o->out);
+}
+
+/* What a single run's options add once it has run: the schedule file's
+ * verdict compared, the explanation, the minimal schedule. */
+static int after_run(const replay_cli *o, const replay_schedule *s, int rc)
+{
+    const replay_config *c = &o->c;
+    int ran = rc == WEFT_EXIT_OK || rc == 10;
+    if (o->schedule && ran)
+        replay_schedule_verify(c->out_dir, c->first_seed, s);
+    if (o->explain && ran) {
+        replay_explanation x;
+        char err[PATH_MAX + 512];
+        if (replay_explanation_load(c->out_dir, c->first_seed, &x, err, sizeof err)) {
+            weft_error("--explain: %s", err);
+            return WEFT_EXIT_FAIL;
+        }
+        replay_explanation_print(&x, stdout);
+        replay_explanation_free(&x);
+    }
+    if (o->minimize && rc == 10)
+        rc = replay_minimize(c, c->first_seed, o->minimize_runs ? o->minimize_runs : 300,
+                             o->verdict_only);
+    else if (o->minimize && ran)
+        printf("weft: seed %" PRIu64 " passed: nothing to minimize\n", c->first_seed);
+    return rc;
+}
+
 static int run_replay(int argc, char **argv)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -295,7 +408,7 @@ static int run_replay(int argc, char **argv)
         return rc > 0 ? WEFT_EXIT_OK : WEFT_EXIT_USAGE;
     if (o.summary)
         return summary_only(o.summary);
-    if (first >= argc) {
+    if (first >= argc && !o.schedule) {
         cli_usage_error(&cli_cmd_replay, "no program given (weft replay [options] -- PROGRAM)");
         return WEFT_EXIT_USAGE;
     }
@@ -304,9 +417,13 @@ static int run_replay(int argc, char **argv)
     replay_config *c = &o.c;
     if (c->seed_given)
         c->jobs = 1;
+    if (o.explain || o.minimize)
+        c->save_trace = 1;
     char def_out[64];
     if (!o.out) {
-        if (c->seed_given)
+        if (o.schedule)
+            snprintf(def_out, sizeof def_out, "weft-replay-schedule");
+        else if (c->seed_given)
             snprintf(def_out, sizeof def_out, "weft-replay-seed-%" PRIu64, c->first_seed);
         else if (o.shard.index)
             snprintf(def_out, sizeof def_out, "weft-replay-shard-%" PRIu64 "-of-%" PRIu64,
@@ -315,21 +432,31 @@ static int run_replay(int argc, char **argv)
             snprintf(def_out, sizeof def_out, "weft-replay");
         o.out = def_out;
     }
-    c->run.binary = argv[first];
-    c->run.argv = argv + first;
-    c->run.argc = argc - first;
-    return replay_start(c, o.out, &o.shard);
+    if (first < argc) {
+        c->run.binary = argv[first];
+        c->run.argv = argv + first;
+        c->run.argc = argc - first;
+    }
+    replay_schedule sched = {0};
+    if (o.schedule && load_schedule(&o, seen, &sched))
+        return WEFT_EXIT_FAIL;
+    rc = replay_start(c, o.out, &o.shard);
+    rc = after_run(&o, &sched, rc);
+    replay_schedule_free(&sched);
+    return rc;
 }
 
 const cli_command cli_cmd_replay = {
     .name = "replay",
     .summary = "replay a program under PCT, PPCT, RPro or random scheduling; verdicts and rates",
-    .usage = "[options] -- PROGRAM [ARGS...]",
+    .usage = "[options] -- PROGRAM [ARGS...]  |  --schedule FILE [options] [-- PROGRAM ...]",
     .about = "Replays PROGRAM (AArch64 Linux) on the ideal platform under a priority\n"
              "scheduler, one seed or a campaign of seeds, and reports each run's verdict:\n"
              "pass, bug (the program's BUG: line), exit, wrong_output, abort, crash,\n"
              "deadlock (with who waits on what), livelock or timeout, the hit rate with\n"
-             "its 95% interval and the policy's guaranteed bound.\n",
+             "its 95% interval and the policy's guaranteed bound. One failing seed can be\n"
+             "explained (--explain) and cut down to its fewest preemptions (--minimize),\n"
+             "which gives a schedule file that --schedule replays exactly.\n",
     .footer = "Exit status: 0 if no run found a bug (a timeout is not one), 10 if some run\n"
               "did, 130 (SIGINT) or 143 (SIGTERM) if interrupted (--resume continues), 1 on\n"
               "errors, 2 on a bad command line.\n",

@@ -37,6 +37,7 @@ static int run_exact(optimize_ctx *c)
         }
         cand[kept++] = cand[i];
     }
+    size_t raced = o->from_races ? opt_races_first(c, cand, kept) : 0;
     size_t dim = optimizer_model_dim(c->m);
     uint64_t *delta = calloc(dim ? dim : 1, sizeof *delta);
     optimizer_pair *chosen = NULL;
@@ -51,6 +52,8 @@ static int run_exact(optimize_ctx *c)
     }
     double t_select = weft_now_s() - t0;
     printf("weft: exact solver: %zu candidate pairs in %.3f ms", n, t_pairs * 1e3);
+    if (o->from_races)
+        printf(", %zu of them a race of the trace (ranked first: --from-races)", raced);
     if (ordered)
         printf(", %zu of them ordered by thread creation (dropped; --keep-ordered keeps them)",
                ordered);
@@ -112,6 +115,35 @@ static int check_sa_options(const optimize_opts *o)
     return -1;
 }
 
+/* What the model holds, and what may make the plan not match a replay. */
+static void describe_model(const optimize_ctx *c)
+{
+    const optimize_opts *o = c->o;
+    size_t dim = optimizer_model_dim(c->m), writes = 0;
+    for (size_t v = 0; v < dim; v++) {
+        optimizer_var x;
+        optimizer_model_var(c->m, v, &x);
+        writes += x.is_write;
+    }
+    printf("weft: %s: %s, %u threads; model: %zu writes%s%zu reads at %zu shared "
+           "address%s (%s)\n",
+           o->trace, c->meta->binary_path, c->sum->nthreads, writes, o->reads ? " and " : ", ",
+           dim - writes, optimizer_model_addresses(c->m),
+           optimizer_model_addresses(c->m) == 1 ? "" : "es",
+           o->filter.atomics ? "atomic accesses kept" : "atomic accesses left out");
+    if (o->from_races)
+        printf("weft: --from-races: the model keeps only accesses at the %zu racy pcs\n",
+               c->nrace_pcs);
+    if (c->meta->settings.mode != WEFT_MODE_EXACT)
+        printf("weft: note: traced in free mode; weft inject replays in exact mode, where "
+               "times can differ (weft trace --mode exact)\n");
+    if (c->meta->settings.filter != WEFT_FILTER_NONSTACK)
+        printf("weft: note: traced with a non-default filter; weft inject numbers events "
+               "with the default one, so the plan's event numbers may not match\n");
+    if (!c->syms)
+        printf("weft: note: no symbols (%s not readable here)\n", c->meta->binary_path);
+}
+
 int optimizer_run(optimize_opts *o)
 {
     if (check_sa_options(o))
@@ -135,6 +167,8 @@ int optimizer_run(optimize_opts *o)
     for (size_t i = 0; i < o->nvars; i++)
         if (opt_filter_add_var(&o->filter, c.syms, c.meta->binary_path, o->vars[i]))
             goto out;
+    if (o->from_races && opt_races_load(&c))
+        goto out;
     optimizer_options mo = optimizer_options_default();
     mo.include_reads = o->reads;
     c.m = opt_model_load(c.t, &o->filter, &mo, err, sizeof err);
@@ -146,28 +180,9 @@ int optimizer_run(optimize_opts *o)
         weft_error("out of memory");
         goto out;
     }
-    size_t dim = optimizer_model_dim(c.m), writes = 0;
-    for (size_t v = 0; v < dim; v++) {
-        optimizer_var x;
-        optimizer_model_var(c.m, v, &x);
-        writes += x.is_write;
-    }
-    if (!o->quiet) {
-        printf("weft: %s: %s, %u threads; model: %zu writes%s%zu reads at %zu shared "
-               "address%s (%s)\n",
-               o->trace, c.meta->binary_path, c.sum->nthreads, writes, o->reads ? " and " : ", ",
-               dim - writes, optimizer_model_addresses(c.m),
-               optimizer_model_addresses(c.m) == 1 ? "" : "es",
-               o->filter.atomics ? "atomic accesses kept" : "atomic accesses left out");
-        if (c.meta->settings.mode != WEFT_MODE_EXACT)
-            printf("weft: note: traced in free mode; weft inject replays in exact mode, where "
-                   "times can differ (weft trace --mode exact)\n");
-        if (c.meta->settings.filter != WEFT_FILTER_NONSTACK)
-            printf("weft: note: traced with a non-default filter; weft inject numbers events "
-                   "with the default one, so the plan's event numbers may not match\n");
-        if (!c.syms)
-            printf("weft: note: no symbols (%s not readable here)\n", c.meta->binary_path);
-    }
+    size_t dim = optimizer_model_dim(c.m);
+    if (!o->quiet)
+        describe_model(&c);
     if (!dim) {
         printf("weft: no address is written by one thread and accessed by another: nothing to "
                "align\n");
@@ -193,6 +208,7 @@ out:
         optimizer_plan_free(&c.plan);
     if (c.syms)
         weft_symbols_close(c.syms);
+    opt_races_free(&c);
     weft_trace_close(c.t);
     return rc;
 }

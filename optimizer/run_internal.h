@@ -17,7 +17,23 @@ typedef struct optimize_ctx {
     optimizer_model *m;
     optimizer_plan plan;
     int have_plan;
+    /* --from-races (from_races.c): the racing pairs of pcs, (lo, hi) sorted */
+    uint64_t (*race_pairs)[2];
+    size_t nrace_pairs;
+    uint64_t *race_pcs; /* every pc of them, sorted (the model's filter) */
+    size_t nrace_pcs;
 } optimize_ctx;
+
+/* --from-races: run weft races on the trace and fill race_pairs, race_pcs
+ * and the filter's pcs (so the model keeps only accesses at racy pcs). 0; 1 when the trace has no
+ * race (said); -1 after one line. */
+int opt_races_load(optimize_ctx *c);
+/* 1 if the two pcs form a racing pair (either order). */
+int opt_pair_races(const optimize_ctx *c, uint64_t pc_a, uint64_t pc_b);
+/* Reorder ranked candidates stably: those whose two pcs are a reported race
+ * first. Returns how many are. */
+size_t opt_races_first(const optimize_ctx *c, optimizer_candidate *cand, size_t n);
+void opt_races_free(optimize_ctx *c);
 
 /* Print kept event v (traced or model time) / a pair and its delay. */
 void opt_print_event(optimize_ctx *c, size_t v, const char *what, uint64_t time);

@@ -28,6 +28,12 @@ int opt_filter_add_var(opt_filter *f, weft_symbols *syms, const char *binary, co
     return 0;
 }
 
+static int cmp_pc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static int keep_event(const opt_filter *f, const weft_event *e)
 {
     if (e->kind == WEFT_EV_THREAD_START)
@@ -35,6 +41,8 @@ static int keep_event(const opt_filter *f, const weft_event *e)
     if (!weft_event_is_access(e->kind))
         return 0;
     if (!f->atomics && (e->flags & (WEFT_EVF_ATOMIC | WEFT_EVF_EXCLUSIVE)))
+        return 0;
+    if (f->npcs && !bsearch(&e->pc, f->pcs, f->npcs, sizeof *f->pcs, cmp_pc))
         return 0;
     if (!f->nranges)
         return 1;

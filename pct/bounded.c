@@ -250,8 +250,10 @@ size_t pct_bounded_next(pct_policy *p, pct_tid *out, size_t cap)
         uint32_t want = pb ? b->armed_alt : b->armed;
         if ((pb && p->scratch[0] != b->armed_by) || want >= m)
             b->duplicate = true;
-        else
+        else {
             pick = want;
+            p->dec.forced = PCT_WHY_DEVIATION;
+        }
         b->armed = 0;
     }
     b->current = p->scratch[pick];

@@ -9,8 +9,8 @@
 /* k is drawn from with 64-bit arithmetic (k_1 + r must not overflow). */
 #define PCT_MAX_K (UINT64_C(1) << 62)
 
-static const char *const kind_names[] = {"ideal", "random", "pct", "ppct",
-                                         "rpro",  "pos",    "pb",  "db"};
+static const char *const kind_names[] = {"ideal", "random", "pct", "ppct",  "rpro",
+                                         "pos",   "pb",     "db",  "script"};
 #define NKINDS (sizeof kind_names / sizeof kind_names[0])
 
 void pct_config_init(pct_config *cfg, pct_kind kind)
@@ -90,6 +90,26 @@ static int check_bounded(const pct_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* script: switches in step order, each naming a thread. */
+static int check_script(const pct_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->script_len && !cfg->script)
+        return fail(err, errlen, "script: %zu switches but no list", cfg->script_len);
+    for (size_t i = 0; i < cfg->script_len; i++) {
+        const pct_script_switch *s = &cfg->script[i];
+        if (s->thread < 0)
+            return fail(err, errlen, "script: switch %zu names thread %lld", i + 1,
+                        (long long)s->thread);
+        if (i && s->step < cfg->script[i - 1].step)
+            return fail(err, errlen,
+                        "script: switch %zu at step %llu comes after one at step %llu: switches "
+                        "must be in step order",
+                        i + 1, (unsigned long long)s->step,
+                        (unsigned long long)cfg->script[i - 1].step);
+    }
+    return 0;
+}
+
 int pct_config_check(const pct_config *cfg, char *err, size_t errlen)
 {
     if (!cfg)
@@ -105,6 +125,8 @@ int pct_config_check(const pct_config *cfg, char *err, size_t errlen)
                     cfg->starvation);
     if (cfg->kind == PCT_KIND_PB || cfg->kind == PCT_KIND_DB)
         return check_bounded(cfg, err, errlen);
+    if (cfg->kind == PCT_KIND_SCRIPT)
+        return check_script(cfg, err, errlen);
     if (!uses_priorities(cfg->kind))
         return 0;
     if (cfg->k == 0)

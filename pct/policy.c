@@ -125,7 +125,7 @@ pct_policy *pct_policy_create(const pct_config *cfg, char *err, size_t errlen)
         gsl_ran_shuffle(p->sched, p->slot, cfg->n, sizeof *p->slot);
         draw_change_points(p);
     }
-    if (pct_bounded_init(p) != 0)
+    if (pct_bounded_init(p) != 0 || pct_script_init(p) != 0)
         goto oom;
     return p;
 oom:
@@ -147,6 +147,8 @@ void pct_policy_destroy(pct_policy *p)
     free(p->cps);
     free(p->scratch);
     pct_bounded_free(p);
+    pct_script_free(p);
+    pct_decision_free(p);
     free(p);
 }
 
@@ -227,6 +229,12 @@ int pct_thread_created(pct_policy *p, pct_tid tid, pct_tid parent)
         pct_pos_created(p, &p->threads[p->nthreads]);
     note_low(p, &p->threads[p->nthreads]);
     p->nthreads++;
+    /* The first thread runs before any decision (the platform starts it
+     * with the token): a first decision for another is a switch from it. */
+    if (!p->dec.have_last) {
+        p->dec.have_last = true;
+        p->dec.last = tid;
+    }
     return 0;
 }
 
@@ -286,6 +294,7 @@ int pct_thread_yielded(pct_policy *p, pct_tid tid)
     if (!t)
         return -1;
     t->yields++;
+    t->yielded_since = true;
     if (p->cfg.kind == PCT_KIND_PB || p->cfg.kind == PCT_KIND_DB)
         pct_bounded_yielded(p, t);
     else if (p->cfg.kind == PCT_KIND_POS)
@@ -352,6 +361,9 @@ int pct_step_access(pct_policy *p, pct_tid tid, uint64_t object, pct_access acce
         if (p->next_cp < p->ncps && p->cps[p->next_cp].step == p->steps) {
             t->prio = (int64_t)p->cfg.d - (int64_t)p->cps[p->next_cp].index;
             note_low(p, t);
+            p->dec.cp_fired = true;
+            p->dec.cp_tid = t->tid;
+            p->dec.cp_index = p->cps[p->next_cp].index;
             p->next_cp++;
         }
     }
@@ -437,8 +449,10 @@ static size_t pick_serial(pct_policy *p, pct_tid *out, size_t cap)
     if (override_now(p)) {
         /* Nagarakatte et al. §3.1.3: any enabled thread, for this one decision. */
         size_t o = p->scratch[pct_draw(p->choice, n)];
-        if (o != best)
+        if (o != best) {
             p->overrides++;
+            p->dec.forced = PCT_WHY_OVERRIDE;
+        }
         best = o;
     }
     return pct_emit(out, cap, 0, p->threads[best].tid);
@@ -456,6 +470,7 @@ static size_t pick_parallel(pct_policy *p, pct_tid *out, size_t cap)
         /* Nagarakatte et al. §5.5: a starved thread of L runs a single step. */
         if (nlow > 0) {
             p->overrides++;
+            p->dec.forced = PCT_WHY_OVERRIDE;
             return pct_emit(out, cap, 0, p->threads[p->scratch[pct_draw(p->choice, nlow)]].tid);
         }
         /* Nothing in L to help: the yielder waits for another H thread,
@@ -463,14 +478,17 @@ static size_t pick_parallel(pct_policy *p, pct_tid *out, size_t cap)
         size_t nhigh = enabled(p, HIGH, &p->relief_from);
         if (nhigh > 0) {
             p->overrides++;
+            p->dec.forced = PCT_WHY_OVERRIDE;
             return emit_scratch(p, nhigh, out, cap);
         }
     }
     size_t best_low = nlow > 0 ? best_of(p, p->scratch, nlow) : 0;
     if (override_now(p) && nlow > 0) {
         size_t o = p->scratch[pct_draw(p->choice, nlow)];
-        if (o != best_low || enabled(p, HIGH, NULL) > 0)
+        if (o != best_low || enabled(p, HIGH, NULL) > 0) {
             p->overrides++;
+            p->dec.forced = PCT_WHY_OVERRIDE;
+        }
         return pct_emit(out, cap, 0, p->threads[o].tid);
     }
     size_t nhigh = enabled(p, HIGH, NULL);
@@ -479,7 +497,7 @@ static size_t pick_parallel(pct_policy *p, pct_tid *out, size_t cap)
     return pct_emit(out, cap, 0, p->threads[best_low].tid);
 }
 
-size_t pct_policy_next(pct_policy *p, pct_tid *out, size_t cap)
+static size_t decide(pct_policy *p, pct_tid *out, size_t cap)
 {
     switch (p->cfg.kind) {
     case PCT_KIND_IDEAL:
@@ -497,9 +515,19 @@ size_t pct_policy_next(pct_policy *p, pct_tid *out, size_t cap)
     case PCT_KIND_PB:
     case PCT_KIND_DB:
         return pct_bounded_next(p, out, cap);
+    case PCT_KIND_SCRIPT:
+        return pct_script_next(p, out, cap);
     default:
         return pick_serial(p, out, cap);
     }
+}
+
+size_t pct_policy_next(pct_policy *p, pct_tid *out, size_t cap)
+{
+    p->dec.forced = PCT_WHY_NONE;
+    size_t n = decide(p, out, cap);
+    pct_decision_note(p, out, n < cap ? n : cap);
+    return n;
 }
 
 bool pct_policy_deadlocked(const pct_policy *p)

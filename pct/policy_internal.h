@@ -16,6 +16,7 @@ struct thread {
     int64_t prio;
     bool ever_low;
     uint64_t steps, yields, time;
+    bool yielded_since; /* yielded since the last decision */
     /* Its pending event, as last described (pct_thread_pending). */
     uint64_t pend_object;
     pct_access pend_access;
@@ -39,6 +40,27 @@ struct bounded {
     bool duplicate;
 };
 
+/* What the decision log needs between decisions (decision.c). */
+struct decisions {
+    pct_decision_fn fn;
+    void *ctx;
+    bool have_last;
+    pct_tid last;      /* the previous decision's (first) thread */
+    pct_tid *last_set; /* ppct: the previous decision's allowed set */
+    size_t nlast_set, set_cap;
+    pct_why forced; /* set by this decision's pick: override, deviation, schedule */
+    bool cp_fired;  /* a change point lowered cp_tid since the last decision */
+    pct_tid cp_tid;
+    uint32_t cp_index;
+};
+
+/* script: the switches to make and how they fared (script.c). */
+struct script {
+    pct_script_switch *e;
+    size_t n, next;
+    uint64_t applied, missed;
+};
+
 struct pct_policy {
     pct_config cfg;
     /* Two streams so that starvation overrides (drawn per decision) do not
@@ -59,6 +81,8 @@ struct pct_policy {
     pct_tid relief_from;
     size_t *scratch; /* indices of enabled threads, one decision's worth */
     struct bounded b;
+    struct decisions dec;
+    struct script script;
 };
 
 /* The live thread with this id; NULL if none. */
@@ -73,6 +97,15 @@ void pct_pos_created(pct_policy *p, struct thread *t);
 void pct_pos_step(pct_policy *p, struct thread *t, uint64_t object, pct_access access);
 void pct_pos_yielded(pct_policy *p, struct thread *t);
 size_t pct_pos_next(pct_policy *p, pct_tid *out, size_t cap);
+
+/* decision.c: after each decision, the log's bookkeeping and its callback. */
+void pct_decision_note(pct_policy *p, const pct_tid *out, size_t n);
+void pct_decision_free(pct_policy *p);
+
+/* script.c */
+int pct_script_init(pct_policy *p);
+void pct_script_free(pct_policy *p);
+size_t pct_script_next(pct_policy *p, pct_tid *out, size_t cap);
 
 /* bounded.c */
 int pct_bounded_init(pct_policy *p);

@@ -254,23 +254,9 @@ static int estimate_steps(const replay_config *c, const char *trace, uint64_t *s
         return -1;
     }
     uint64_t *pcs = NULL;
-    size_t npcs = 0, cap = 0;
-    FILE *f =
-        c->points == POINTS_SHARED || c->points == POINTS_PCS ? fopen(c->pcs_path, "r") : NULL;
-    char line[64];
-    while (f && fgets(line, sizeof line, f)) {
-        if (npcs == cap) {
-            cap = cap ? cap * 2 : 256;
-            uint64_t *n = realloc(pcs, cap * sizeof *n);
-            if (!n)
-                break;
-            pcs = n;
-        }
-        pcs[npcs++] = strtoull(line, NULL, 16);
-    }
-    if (f)
-        fclose(f);
-    qsort(pcs, npcs, sizeof *pcs, cmp_u64);
+    size_t npcs = 0;
+    if (c->points == POINTS_SHARED || c->points == POINTS_PCS)
+        replay_pcs_load(c->pcs_path, &pcs, &npcs); /* unreadable: no plain-access point counted */
     weft_event ev;
     uint64_t n = 0;
     while (weft_trace_next(t, &ev) == 1) {
@@ -367,14 +353,23 @@ int replay_profile(replay_config *c)
             return -1;
         snprintf(c->pcs_path, sizeof c->pcs_path, "%s/points.pcs", c->out_dir);
         uint64_t naddrs = 0;
-        if (write_shared_pcs(trace, c->pcs_path, &c->npcs, &naddrs))
+        if (c->race_points ? replay_race_pcs(trace, c->run.binary, c->pcs_path, &c->npcs, &naddrs)
+                           : write_shared_pcs(trace, c->pcs_path, &c->npcs, &naddrs))
             return -1;
         unlink(trace);
-        printf("weft: profiling trace: %" PRIu64 " shared address%s (8-byte granules accessed by "
-               "2+ threads, 1+ write), %" PRIu64
-               " instruction%s touching them -> %s (%.2f s)%s%s\n",
-               naddrs, naddrs == 1 ? "" : "es", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
-               weft_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "", note);
+        if (c->race_points)
+            printf("weft: profiling trace: %" PRIu64 " race%s (weft races), %" PRIu64
+                   " instruction%s in them -> %s (%.2f s)%s%s\n",
+                   naddrs, naddrs == 1 ? "" : "s", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
+                   weft_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "",
+                   note);
+        else
+            printf("weft: profiling trace: %" PRIu64 " shared address%s (8-byte granules "
+                   "accessed by 2+ threads, 1+ write), %" PRIu64
+                   " instruction%s touching them -> %s (%.2f s)%s%s\n",
+                   naddrs, naddrs == 1 ? "" : "es", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
+                   weft_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "",
+                   note);
     }
     if (c->k && c->n)
         return 0;
@@ -407,8 +402,9 @@ int replay_profile(replay_config *c)
         c->n = nmax ? nmax : 1;
     printf("weft: profiling: %" PRIu64 " run%s (random, seeds 0..%" PRIu64 ", points %s) took %s "
            "steps, up to %" PRIu64 " threads -> k = %" PRIu64 ", n = %" PRIu64 " (%.2f s)%s%s%s\n",
-           runs, runs == 1 ? "" : "s", runs - 1, replay_points_name(c->points), seen, nmax, c->k,
-           c->n, weft_now_s() - t0,
+           runs, runs == 1 ? "" : "s", runs - 1,
+           c->race_points ? "races" : replay_points_name(c->points), seen, nmax, c->k, c->n,
+           weft_now_s() - t0,
            any_estimated ? "; counted from a trace: a run died before the plugin wrote its record"
                          : "",
            note[0] ? "; note: the last " : "", note);

@@ -79,6 +79,8 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
         n += snprintf(buf + n, len - (size_t)n, ",points=pcs:%s", c->pcs_path);
     if (c->host_parallel)
         n += snprintf(buf + n, len - (size_t)n, ",hostpar=1");
+    if (c->schedule_path[0])
+        n += snprintf(buf + n, len - (size_t)n, ",schedule=%s", c->schedule_path);
     return n < (int)len ? 0 : -1;
 }
 
@@ -400,8 +402,10 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
                     replay_verdict *verdict)
 {
     char trace[PATH_MAX + 64], record[PATH_MAX + 64], out[PATH_MAX + 64], errf[PATH_MAX + 64];
+    char switches[PATH_MAX + 64];
     snprintf(trace, sizeof trace, "%s/%" PRIu64 ".wtr", tmp_dir, seed);
     snprintf(record, sizeof record, "%s/%" PRIu64 ".json", tmp_dir, seed);
+    snprintf(switches, sizeof switches, "%s/%" PRIu64 ".switches", tmp_dir, seed);
     snprintf(out, sizeof out, "%s/%" PRIu64 ".stdout", tmp_dir, seed);
     snprintf(errf, sizeof errf, "%s/%" PRIu64 ".stderr", tmp_dir, seed);
     unlink(record);
@@ -411,7 +415,8 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
         return -1;
     }
     size_t al = strlen(args);
-    snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
+    snprintf(args + al, sizeof args - al, ",out=%s,record=%s,switchlog=%s", trace, record,
+             switches);
     guest_run run = c->run;
     run.plugin_args = args;
     run.timeout_s = c->timeout;
@@ -443,6 +448,7 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     if (r.end == GUEST_INTERRUPTED) {
         unlink(trace);
         unlink(record);
+        unlink(switches);
         unlink(out);
         unlink(errf);
         return 1;
@@ -512,9 +518,15 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
         keep(trace, c, seed, "wtr", kept, sizeof kept);
         keep(out, c, seed, "stdout", NULL, 0);
         keep(errf, c, seed, "stderr", NULL, 0);
+        keep(record, c, seed, "sched.json", NULL, 0); /* the switches, for --explain */
+        /* No record (the guest died of a signal), or one whose ring lost
+         * the oldest switches: the whole log, as it went. */
+        if (!rec || json_integer_value(json_object_get(rec, "switches_dropped")) > 0)
+            keep(switches, c, seed, "switches.jsonl", NULL, 0);
     }
     unlink(trace);
     unlink(record);
+    unlink(switches);
     unlink(out);
     unlink(errf);
 
@@ -542,6 +554,7 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     json_t *sched = rec ? json_object_get(rec, "schedule") : NULL;
     if (sched) /* pb, db: which schedule of the bounded search, and whether it was new */
         json_object_set(o, "schedule", sched);
+    replay_line_add_switches(o, rec);
     json_object_set_new(o, "threads", json_integer((json_int_t)nthreads));
     json_object_set_new(o, "makespan_ns", json_integer((json_int_t)makespan));
     if (waits)

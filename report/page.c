@@ -209,7 +209,7 @@ static const char *const css =
     "margin-top:4px}details{margin:2px 0 6px;font-size:13px}summary{cursor:pointer;"
     "color:#1f5fbf}"
     "svg{display:block;margin:8px 0}svg.plot{width:100%;max-width:900px;height:auto}"
-    "#timeline{width:100%;height:auto;border:1px solid #dde}"
+    "#timeline,.timeline{width:100%;height:auto;border:1px solid #dde}"
     "pre{background:#f6f8fa;padding:8px;font-size:12px;overflow-x:auto;white-space:pre}";
 
 static void page_summary(rbuf *b, report_inputs *in, const report_trace *rt)
@@ -312,6 +312,7 @@ static void page_campaigns(rbuf *b, report_inputs *in)
     report_section_campaigns(b, in->camps, in->ncamps);
     rb_puts(b, "<h2>Failing schedules</h2>\n");
     report_section_failures(b, in->camps, in->ncamps, MAX_FAILURES_SHOWN);
+    report_section_explain(b, in->camps, in->ncamps);
 }
 
 static void page(rbuf *b, report_inputs *in, const report_trace *rt, const report_trace *inj)

@@ -25,6 +25,23 @@ typedef struct report_pair {
 int report_timeline_svg(rbuf *out, const report_trace *traced, const report_trace *injected,
                         const report_pair *pairs, size_t npairs);
 
+/* A thread switch of a replay, at the virtual time the thread switched to
+ * went on. */
+typedef struct report_switch_mark {
+    uint64_t time, step;
+    uint32_t from, to;
+    int preempt;
+} report_switch_mark;
+
+/* An SVG of a failing replay: its switches as arrows between lanes, its
+ * racing pairs (ta, sa) / (tb, sb) circled and named by `variable`; id
+ * prefixes its ids (several live in one page). */
+int report_timeline_schedule_svg(rbuf *out, const report_trace *rt, const report_pair *race,
+                                 size_t nrace, const report_switch_mark *m, size_t nm,
+                                 const char *id);
+/* ---- why the first failing schedule of each campaign failed (explain.c) ---- */
+void report_section_explain(rbuf *b, const report_campaign *camps, size_t n);
+
 /* ---- plots (plots.c) -------------------------------------------------- */
 
 /* 1 if gnuplot can be run. */

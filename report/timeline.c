@@ -1,8 +1,10 @@
 /* The threads' timeline as an inline SVG: one lane per thread, the accesses
  * to shared addresses as ticks, the planned alignments marked in the traced
  * run and, below it on the same time axis, the injected run where the
- * planned writes (should) collide. Hand-written rather than gnuplot: lanes,
- * markers and arrows are easier to place exactly. */
+ * planned writes (should) collide; or, for a failing replay, its thread
+ * switches as arrows between lanes and its racing pair circled.
+ * Hand-written rather than gnuplot: lanes, markers and arrows are easier
+ * to place exactly. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +25,11 @@
 #define C_READ "#9aa3ad"
 #define C_ATOMIC "#e08a00"
 #define C_PAIR "#d62828"
+#define C_PREEMPT "#7b2cbf" /* a switch away from a thread that could have gone on */
+#define C_FORCED "#8d99ae"  /* a switch forced by a block, an exit or a yield */
+
+/* How a panel marks its pairs. */
+enum pair_style { PAIRS_PLANNED, PAIRS_INJECTED, PAIRS_RACE };
 
 typedef struct axis {
     uint64_t t0, t1;
@@ -164,10 +171,34 @@ static void ticks(rbuf *b, const axis *a, double y)
               W - RIGHT, y + 28);
 }
 
-/* One panel: lanes, ticks, pair markers. Returns its height. */
-static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, const char *title,
-                    const report_pair *p, size_t np, int injected)
+/* The switches in the window: an arrow from the lane of the thread that ran
+ * to the lane of the one that runs next, at the time the latter goes on,
+ * labelled with the step. */
+static void switch_marks(rbuf *b, const axis *a, const uint32_t *lanes, size_t nl, double top,
+                         const report_switch_mark *m, size_t nm, const char *id)
 {
+    for (size_t i = 0; i < nm; i++) {
+        int lf = lane_of(lanes, nl, m[i].from), lt = lane_of(lanes, nl, m[i].to);
+        if (lf < 0 || lt < 0 || lf == lt || m[i].time < a->t0 || m[i].time > a->t1)
+            continue;
+        double x = xpos(a, m[i].time), yf = top + lf * LANE + LANE / 2,
+               yt = top + lt * LANE + LANE / 2;
+        const char *col = m[i].preempt ? C_PREEMPT : C_FORCED;
+        rb_printf(b,
+                  "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='1.5' "
+                  "marker-end='url(#%s-%s)'/><text x='%.1f' y='%.1f' font-size='9' "
+                  "fill='%s'>%" PRIu64 "</text>\n",
+                  x, yf, x, yt + (yt > yf ? -4 : 4), col, id, m[i].preempt ? "pre" : "forced",
+                  x + 2, (yf < yt ? yf : yt) - 2, col, m[i].step);
+    }
+}
+
+/* One panel: lanes, ticks, pair markers, switches. Returns its height. */
+static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, const char *title,
+                    const report_pair *p, size_t np, enum pair_style style,
+                    const report_switch_mark *m, size_t nm, const char *id)
+{
+    int injected = style == PAIRS_INJECTED;
     uint32_t lanes[MAX_LANES];
     size_t nl = pick_lanes(rt, a, p, np, lanes);
     rb_printf(b, "<text x='4' y='%.1f' font-size='12' font-weight='bold'>", y0 + 12);
@@ -231,7 +262,15 @@ static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, c
                   "stroke='" C_PAIR "' stroke-width='2'/>\n",
                   xa, ya, xb, yb);
         double ylo = ya < yb ? ya : yb, yhi = ya < yb ? yb : ya;
-        if (!injected) {
+        if (style == PAIRS_RACE) {
+            rb_printf(b,
+                      "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
+                      "' stroke-width='2'/><text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR
+                      "'>race on ",
+                      xa, ya, xb, yb, (xa < xb ? xa : xb) + 6, ylo - 8);
+            rb_esc(b, p[i].variable);
+            rb_puts(b, "</text>\n");
+        } else if (!injected) {
             double xp = xpos(a, p[i].predicted);
             rb_printf(b,
                       "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
@@ -257,8 +296,26 @@ static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, c
                       xa + 4, ylo - 9, (int64_t)eb->time - (int64_t)ea->time);
         }
     }
+    switch_marks(b, a, lanes, nl, top, m, nm, id);
     ticks(b, a, bottom + 4);
     return bottom + 36 - y0;
+}
+
+/* The whole-run strip with the window shown; returns its height. */
+static double whole_run(rbuf *b, const report_trace *rt, const axis *a, double y)
+{
+    uint64_t mk = rt->sum->makespan ? rt->sum->makespan : 1;
+    double x0 = LEFT + (double)a->t0 / (double)mk * (W - LEFT - RIGHT);
+    double x1 = LEFT + (double)(a->t1 < mk ? a->t1 : mk) / (double)mk * (W - LEFT - RIGHT);
+    rb_printf(b,
+              "<text x='4' y='%.1f' font-size='11'>whole run</text>"
+              "<rect x='%.1f' y='%.1f' width='%.1f' height='8' fill='#e9ecef'/>"
+              "<rect x='%.1f' y='%.1f' width='%.1f' height='8' fill='#5c7cfa'/>"
+              "<text x='%.1f' y='%.1f' font-size='10' text-anchor='end'>0 .. %" PRIu64
+              " ns; shown: %" PRIu64 " .. %" PRIu64 " ns</text>\n",
+              y + 9, LEFT, y + 2, W - LEFT - RIGHT, x0, y + 2, x1 - x0 > 2 ? x1 - x0 : 2, W - RIGHT,
+              y + 22, rt->sum->makespan, a->t0, a->t1);
+    return 30;
 }
 
 int report_timeline_svg(rbuf *out, const report_trace *traced, const report_trace *injected,
@@ -268,23 +325,12 @@ int report_timeline_svg(rbuf *out, const report_trace *traced, const report_trac
     window(traced, pairs, npairs, &a);
     rbuf body = {0};
     double y = 4;
-    /* the whole run, with the window shown */
-    uint64_t mk = traced->sum->makespan ? traced->sum->makespan : 1;
-    double x0 = LEFT + (double)a.t0 / (double)mk * (W - LEFT - RIGHT);
-    double x1 = LEFT + (double)(a.t1 < mk ? a.t1 : mk) / (double)mk * (W - LEFT - RIGHT);
-    rb_printf(&body,
-              "<text x='4' y='%.1f' font-size='11'>whole run</text>"
-              "<rect x='%.1f' y='%.1f' width='%.1f' height='8' fill='#e9ecef'/>"
-              "<rect x='%.1f' y='%.1f' width='%.1f' height='8' fill='#5c7cfa'/>"
-              "<text x='%.1f' y='%.1f' font-size='10' text-anchor='end'>0 .. %" PRIu64
-              " ns; shown: %" PRIu64 " .. %" PRIu64 " ns</text>\n",
-              y + 9, LEFT, y + 2, W - LEFT - RIGHT, x0, y + 2, x1 - x0 > 2 ? x1 - x0 : 2, W - RIGHT,
-              y + 22, traced->sum->makespan, a.t0, a.t1);
-    y += 30;
+    y += whole_run(&body, traced, &a, y);
     y += panel(&body, traced, &a, y, npairs || injected ? "traced run (no delay)" : "the run",
-               pairs, npairs, 0);
+               pairs, npairs, PAIRS_PLANNED, NULL, 0, "");
     if (injected)
-        y += panel(&body, injected, &a, y, "injected run (the plan's delays)", pairs, npairs, 1);
+        y += panel(&body, injected, &a, y, "injected run (the plan's delays)", pairs, npairs,
+                   PAIRS_INJECTED, NULL, 0, "");
     rb_printf(&body,
               "<g font-size='10'><line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_WW
               "'/><text x='%.1f' y='%.1f'>write to an address two threads write</text>"
@@ -306,6 +352,42 @@ int report_timeline_svg(rbuf *out, const report_trace *traced, const report_trac
               "<defs><marker id='tl-arrow' markerWidth='8' markerHeight='8' refX='6' refY='3' "
               "orient='auto'><path d='M0,0 L6,3 L0,6 z' fill='" C_PAIR "'/></marker></defs>\n",
               W, y, W, y);
+    rb_add(out, body.s ? body.s : "", body.len);
+    rb_puts(out, "</svg>\n");
+    rb_free(&body);
+    return 0;
+}
+
+int report_timeline_schedule_svg(rbuf *out, const report_trace *rt, const report_pair *race,
+                                 size_t nrace, const report_switch_mark *m, size_t nm,
+                                 const char *id)
+{
+    axis a;
+    window(rt, race, nrace, &a);
+    rbuf body = {0};
+    double y = 4;
+    y += whole_run(&body, rt, &a, y);
+    y += panel(&body, rt, &a, y, "the failing run", race, nrace, PAIRS_RACE, m, nm, id);
+    rb_printf(&body,
+              "<g font-size='10'><line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PREEMPT
+              "' stroke-width='1.5'/><text x='%.1f' y='%.1f'>switch: a preemption (the running "
+              "thread could have gone on), with its step</text>"
+              "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_FORCED
+              "' stroke-width='1.5'/><text x='%.1f' y='%.1f'>switch forced (block, exit, "
+              "yield)</text><circle cx='%.1f' cy='%.1f' r='5' fill='none' stroke='" C_PAIR
+              "' stroke-width='2'/><text x='%.1f' y='%.1f'>the racing pair</text></g>\n",
+              LEFT, y, LEFT, y + 12, LEFT + 6, y + 10, LEFT + 430, y, LEFT + 430, y + 12,
+              LEFT + 436, y + 10, LEFT + 650, y + 6, LEFT + 660, y + 10);
+    y += 20;
+    rb_printf(out,
+              "<svg class='timeline' viewBox='0 0 %.0f %.0f' width='%.0f' height='%.0f' "
+              "font-family='sans-serif' role='img'>\n<defs>"
+              "<marker id='%s-pre' markerWidth='8' markerHeight='8' refX='6' refY='3' "
+              "orient='auto'><path d='M0,0 L6,3 L0,6 z' fill='" C_PREEMPT "'/></marker>"
+              "<marker id='%s-forced' markerWidth='8' markerHeight='8' refX='6' refY='3' "
+              "orient='auto'><path d='M0,0 L6,3 L0,6 z' fill='" C_FORCED "'/></marker>"
+              "</defs>\n",
+              W, y, W, y, id, id);
     rb_add(out, body.s ? body.s : "", body.len);
     rb_puts(out, "</svg>\n");
     rb_free(&body);

@@ -1,8 +1,10 @@
-/* Replays under a priority policy (PCT, PPCT, RPro, random): the plugin's
- * side is parsing the policy's parameters, choosing schedule points, and
- * writing a record of the policy's run (steps, change points) that
- * `weft replay` reports and reproduces from. */
+/* Replays under a priority policy (PCT, PPCT, RPro, random) or a script:
+ * the plugin's side is parsing the policy's parameters, choosing schedule
+ * points, logging the policy's switches, and writing a record of the
+ * policy's run (steps, change points, switches) that `weft replay` reports,
+ * explains and reproduces from. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +69,10 @@ int sched_parse_arg(const char *key, const char *val)
         s->ppct_host_parallel = x != 0;
     else if (!strcmp(key, "record"))
         s->record_path = val;
+    else if (!strcmp(key, "schedule"))
+        s->schedule_path = val;
+    else if (!strcmp(key, "switchlog"))
+        s->switchlog_path = val;
     else
         return 0;
     return 1;
@@ -122,6 +128,161 @@ int sched_is_point_pc(uint64_t pc)
     return plugin_pcs_contain(g_plugin.sched.pcs, g_plugin.sched.npcs, pc);
 }
 
+/* sched=script: the "switches" of a schedule file (docs/replay.md), each
+ * {step, thread, preempt}, in the order given. */
+static int load_script(const char *path, char *err, size_t errlen)
+{
+    sched_state *s = &g_plugin.sched;
+    json_error_t je;
+    json_t *o = json_load_file(path, 0, &je);
+    json_t *sw = json_object_get(o, "switches");
+    if (!json_is_array(sw)) {
+        snprintf(err, errlen, "%s: %s", path, o ? "no \"switches\" array" : je.text);
+        json_decref(o);
+        return -1;
+    }
+    size_t n = json_array_size(sw), i;
+    s->script = calloc(n ? n : 1, sizeof *s->script);
+    json_t *e;
+    json_array_foreach(sw, i, e)
+    {
+        json_t *step = json_object_get(e, "step"), *th = json_object_get(e, "thread");
+        if (!s->script || !json_is_integer(step) || !json_is_integer(th)) {
+            snprintf(err, errlen, "%s: switch %zu: %s", path, i + 1,
+                     s->script ? "needs integer step and thread" : "out of memory");
+            json_decref(o);
+            return -1;
+        }
+        s->script[i] =
+            (pct_script_switch){(uint64_t)json_integer_value(step), (pct_tid)json_integer_value(th),
+                                json_is_true(json_object_get(e, "preempt"))};
+    }
+    json_decref(o);
+    s->cfg.script = s->script;
+    s->cfg.script_len = n;
+    return 0;
+}
+
+/* Each PE's vCPU as last found, [max_pes]: read and written under the
+ * platform's lock, allocated before any thread runs. */
+static const vcpu_state **pe_vcpu;
+
+/* The thread's vCPU while it lives (indices are reused after an exit): the
+ * one found last time if it is still bound to pe, else a scan. */
+static const vcpu_state *vcpu_of_pe(int pe)
+{
+    const vcpu_state **cache = pe_vcpu;
+    uint32_t max = g_plugin.cfg.max_pes;
+    if (cache && (uint32_t)pe < max && cache[pe] && cache[pe]->pe == pe)
+        return cache[pe];
+    for (unsigned i = 0; i < PLUGIN_MAX_VCPUS; i++) {
+        const vcpu_state *v = g_plugin.vcpus[i];
+        if (v && v->pe == pe) {
+            if (cache && (uint32_t)pe < max)
+                cache[pe] = v;
+            return v;
+        }
+    }
+    return NULL;
+}
+
+static void where(int pe, uint64_t *pc, uint64_t *seq)
+{
+    const vcpu_state *v = pe >= 0 ? vcpu_of_pe(pe) : NULL;
+    *pc = v ? v->point_pc : 0;
+    *seq = pe >= 0 && (uint32_t)pe < g_plugin.cfg.max_pes ? g_plugin.threads[pe].events : 0;
+    if (v)
+        *seq += v->nbuf;
+}
+
+/* The switch as one JSON line of the switch-log file, the record's keys.
+ * Formatted by hand into a buffer on the stack: this runs under the
+ * platform's lock, where nothing may allocate. */
+static void append_switch(const sched_switch *w)
+{
+    int fd = g_plugin.sched.switchlog_fd;
+    if (fd < 0)
+        return;
+    char line[768];
+    int n = snprintf(line, sizeof line,
+                     "{\"step\":%" PRIu64 ",\"from\":%d,\"to\":%d,\"why\":\"%s\",\"preempt\":%s,"
+                     "\"stay\":%s,\"change_point\":%u,\"from_pc\":%" PRIu64 ",\"to_pc\":%" PRIu64
+                     ",\"from_seq\":%" PRIu64 ",\"to_seq\":%" PRIu64
+                     ",\"enabled_count\":%u,\"enabled\":[",
+                     w->step, w->from, w->to, pct_why_name((pct_why)w->why),
+                     w->preempt ? "true" : "false", w->stay ? "true" : "false", w->change_point,
+                     w->from_pc, w->to_pc, w->from_seq, w->to_seq, w->nenabled);
+    for (uint32_t i = 0; i < w->nenabled && i < SCHED_LOG_ENABLED && n < (int)sizeof line - 16; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s%d", i ? "," : "", w->enabled[i]);
+    n += snprintf(line + n, sizeof line - (size_t)n, "]}\n");
+    if (n > 0 && n < (int)sizeof line && write(fd, line, (size_t)n) != n)
+        g_plugin.sched.switchlog_fd = -1; /* a full disk: the record still has the log */
+}
+
+/* The switch-log file's first line: what the record would say of the run
+ * before it starts. */
+static int open_switchlog(char *err, size_t errlen)
+{
+    sched_state *s = &g_plugin.sched;
+    s->switchlog_fd = -1;
+    if (!s->switchlog_path)
+        return 0;
+    s->switchlog_fd =
+        open(s->switchlog_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+    if (s->switchlog_fd < 0) {
+        snprintf(err, errlen, "%s: %s", s->switchlog_path, strerror(errno));
+        return -1;
+    }
+    uint64_t cps[16];
+    size_t ncp = pct_policy_change_points(s->policy, cps, 16);
+    char line[512];
+    int n = snprintf(line, sizeof line,
+                     "{\"policy\":\"%s\",\"seed\":%" PRIu64 ",\"n\":%u,\"k\":%" PRIu64
+                     ",\"depth\":%u,\"change_points\":[",
+                     pct_kind_name(s->cfg.kind), s->cfg.seed, s->cfg.n, s->cfg.k, s->cfg.d);
+    for (size_t i = 0; i < ncp && i < 16; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s%" PRIu64, i ? "," : "", cps[i]);
+    n += snprintf(line + n, sizeof line - (size_t)n, "]}\n");
+    if (write(s->switchlog_fd, line, (size_t)n) != n) {
+        snprintf(err, errlen, "%s: %s", s->switchlog_path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Called by the policy under the platform's lock, at every switch: the
+ * other threads wait at their gates or in the kernel, so their places are
+ * still. Keeps the last SCHED_LOG_MAX. */
+static void log_decision(void *ctx, const pct_policy *p, const pct_decision *d)
+{
+    (void)ctx;
+    sched_state *s = &g_plugin.sched;
+    if (!s->log)
+        return;
+    sched_switch *w = &s->log[s->log_total++ % SCHED_LOG_MAX];
+    s->log_preemptions += d->preempt && !d->stay;
+    s->log_stays += d->stay;
+    *w = (sched_switch){.step = d->step,
+                        .from = (int32_t)d->from,
+                        .to = (int32_t)d->to,
+                        .change_point = d->change_point,
+                        .why = (uint8_t)d->why,
+                        .preempt = d->preempt,
+                        .stay = d->stay};
+    where(w->from, &w->from_pc, &w->from_seq);
+    where(w->to, &w->to_pc, &w->to_seq);
+    size_t n = pct_policy_thread_count(p);
+    for (size_t i = 0; i < n; i++) {
+        pct_thread_info info;
+        if (pct_policy_thread_at(p, i, &info) || info.state != PCT_THREAD_ENABLED)
+            continue;
+        if (w->nenabled < SCHED_LOG_ENABLED)
+            w->enabled[w->nenabled] = (int32_t)info.tid;
+        w->nenabled++;
+    }
+    append_switch(w);
+}
+
 int sched_setup(char *err, size_t errlen)
 {
     sched_state *s = &g_plugin.sched;
@@ -130,8 +291,18 @@ int sched_setup(char *err, size_t errlen)
     if ((s->points == POINTS_PCS || (s->points == POINTS_VISIBLE && s->pcs_path)) &&
         plugin_load_pcs(s->pcs_path, &s->pcs, &s->npcs, err, errlen))
         return -1;
+    if (s->cfg.kind == PCT_KIND_SCRIPT && s->schedule_path &&
+        load_script(s->schedule_path, err, errlen))
+        return -1;
     s->policy = pct_policy_create(&s->cfg, err, errlen);
     if (!s->policy)
+        return -1;
+    if (s->record_path) {
+        s->log = calloc(SCHED_LOG_MAX, sizeof *s->log);
+        pe_vcpu = calloc(g_plugin.cfg.max_pes ? g_plugin.cfg.max_pes : 1, sizeof *pe_vcpu);
+        pct_policy_on_decision(s->policy, log_decision, NULL);
+    }
+    if (open_switchlog(err, errlen))
         return -1;
     snprintf(g_plugin.cfg.settings.policy, sizeof g_plugin.cfg.settings.policy, "%s",
              pct_kind_name(s->cfg.kind));
@@ -198,6 +369,43 @@ const char *sched_sync_target(uint64_t target)
     return weft_code_map_sync(&g_plugin.sched.code, target - (uint64_t)load_bias());
 }
 
+/* The switch log, oldest first, and what the script did. */
+static void add_switches(json_t *rec)
+{
+    sched_state *s = &g_plugin.sched;
+    uint64_t kept = s->log_total < SCHED_LOG_MAX ? s->log_total : SCHED_LOG_MAX;
+    json_t *arr = json_array();
+    for (uint64_t k = s->log_total - kept; arr && s->log && k < s->log_total; k++) {
+        const sched_switch *w = &s->log[k % SCHED_LOG_MAX];
+        json_t *en = json_array();
+        for (uint32_t i = 0; en && i < w->nenabled && i < SCHED_LOG_ENABLED; i++)
+            json_array_append_new(en, json_integer(w->enabled[i]));
+        json_t *o =
+            json_pack("{s:I, s:i, s:i, s:s, s:b, s:b, s:o, s:I, s:I, s:I, s:I, s:I}", "step",
+                      (json_int_t)w->step, "from", w->from, "to", w->to, "why",
+                      pct_why_name((pct_why)w->why), "preempt", w->preempt, "stay", w->stay,
+                      "enabled", en ? en : json_array(), "enabled_count", (json_int_t)w->nenabled,
+                      "from_pc", (json_int_t)w->from_pc, "to_pc", (json_int_t)w->to_pc, "from_seq",
+                      (json_int_t)w->from_seq, "to_seq", (json_int_t)w->to_seq);
+        if (o && w->why == PCT_WHY_CHANGE_POINT)
+            json_object_set_new(o, "change_point", json_integer(w->change_point));
+        if (o)
+            json_array_append_new(arr, o);
+    }
+    json_object_set_new(rec, "switches", arr ? arr : json_array());
+    json_object_set_new(rec, "switches_total",
+                        json_integer((json_int_t)(s->log_total - s->log_stays)));
+    json_object_set_new(rec, "stays", json_integer((json_int_t)s->log_stays));
+    json_object_set_new(rec, "switches_dropped", json_integer((json_int_t)(s->log_total - kept)));
+    json_object_set_new(rec, "preemptions", json_integer((json_int_t)s->log_preemptions));
+    if (s->cfg.kind == PCT_KIND_SCRIPT) {
+        uint64_t applied, missed;
+        pct_policy_script_counts(s->policy, &applied, &missed);
+        json_object_set_new(rec, "script_applied", json_integer((json_int_t)applied));
+        json_object_set_new(rec, "script_missed", json_integer((json_int_t)missed));
+    }
+}
+
 void sched_write_record(void)
 {
     sched_state *s = &g_plugin.sched;
@@ -236,6 +444,8 @@ void sched_write_record(void)
                                       (json_int_t)s->cfg.schedule, "status",
                                       st[pct_policy_schedule_status(s->policy)]));
     }
+    if (rec)
+        add_switches(rec);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->record_path, (int)getpid());
     if (!rec || json_dump_file(rec, tmp, JSON_COMPACT) != 0 || rename(tmp, s->record_path) != 0) {

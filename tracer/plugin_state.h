@@ -71,6 +71,7 @@ typedef struct vcpu_state {
     int sys_released;
     int futex_waiting;
     uint64_t last_call_pc; /* the program's last synchronization call (visible points) */
+    uint64_t point_pc;     /* the last gate it reached (replays: the switch log's place) */
     const char *last_callee;
     /* Spin watch (replays): gated loads since the last write or handoff,
      * and the few addresses they read. */
@@ -133,6 +134,19 @@ typedef enum points_kind {
     POINTS_VISIBLE = 3
 } points_kind;
 
+/* One decision of a replay's switch log (plugin_sched.c): a switch, or a
+ * yielded thread chosen again. Threads are PEs; seq is how many events the
+ * thread had recorded (its next event's seq); pc the last gate it reached. */
+#define SCHED_LOG_MAX 10000
+#define SCHED_LOG_ENABLED 16
+typedef struct sched_switch {
+    uint64_t step, from_pc, to_pc, from_seq, to_seq;
+    int32_t from, to;
+    uint32_t change_point, nenabled;
+    uint8_t why, preempt, stay;
+    int32_t enabled[SCHED_LOG_ENABLED]; /* the first of nenabled */
+} sched_switch;
+
 typedef struct sched_state {
     pct_config cfg;
     pct_policy *policy; /* NULL: ideal platform (weft trace) */
@@ -145,7 +159,15 @@ typedef struct sched_state {
     const char *record_path; /* JSON record of the policy's run */
     weft_code_map code;      /* POINTS_VISIBLE: link-time addresses */
     int have_code;
-    _Atomic int64_t bias; /* load address - link address, once known (INT64_MIN before) */
+    _Atomic int64_t bias;      /* load address - link address, once known (INT64_MIN before) */
+    const char *schedule_path; /* sched=script: the schedule file's switches */
+    pct_script_switch *script;
+    sched_switch *log; /* ring of the last SCHED_LOG_MAX decisions */
+    uint64_t log_total, log_stays, log_preemptions;
+    /* Every decision also appended to this file as it happens, one JSON
+     * line each: a run that dies of a signal writes no record. */
+    const char *switchlog_path;
+    int switchlog_fd; /* -1: none */
 } sched_state;
 
 /* Exact mode by speculation (plugin_spec.c): only atomics, syscalls and the

@@ -298,7 +298,31 @@ expect "replay radius > k" 2 "weft replay: --radius 20: larger than the step bud
   "$WEFT" replay --sched rpro --steps 10 --radius 20 -- ./lu
 expect "replay --radius without rpro" 2 "weft replay: --radius: only for --sched rpro (see weft replay --help)" \
   "$WEFT" replay --sched pct --radius 2 -- ./lu
-check "replay usage errors: no output folder left" test ! -e weft-replay
+expect "replay --explain without --seed" 2 "weft replay: --explain describes one run: give --seed S without --runs (see weft replay --help)" \
+  "$WEFT" replay --sched pct --explain -- ./lu
+expect "replay --minimize-match x" 2 "weft replay: --minimize-match: expected line or verdict, got 'x' (see weft replay --help)" \
+  "$WEFT" replay --sched pct --seed 1 --minimize --minimize-match x -- ./lu
+expect "replay --minimize-runs alone" 2 "weft replay: --minimize-runs and --minimize-match: only with --minimize (see weft replay --help)" \
+  "$WEFT" replay --sched pct --seed 1 --minimize-runs 5 -- ./lu
+expect "replay --sched script" 2 "weft replay: --sched script: give the schedule file instead, --schedule FILE (see weft replay --help)" \
+  "$WEFT" replay --sched script -- ./lu
+expect "replay --schedule with --sched" 2 "weft replay: --sched: the schedule file decides it (--schedule) (see weft replay --help)" \
+  "$WEFT" replay --schedule lu.json --sched pct
+expect "replay --schedule missing" 1 "weft: --schedule nosuch.json: unable to open nosuch.json: No such file or directory" \
+  "$WEFT" replay --schedule nosuch.json
+cp lu.json plan.json
+expect "replay --schedule of a plan" 1 'weft: --schedule plan.json: not a weft schedule (format "weft-schedule")' \
+  "$WEFT" replay --schedule plan.json
+check "replay usage errors: no output folder left" test ! -e weft-replay -a ! -e weft-replay-schedule
+
+# ---- weft explain -------------------------------------------------------------------
+expect "explain without a seed" 2 "weft explain: expected a replay folder and a seed (weft explain DIR SEED) (see weft explain --help)" \
+  "$WEFT" explain adir
+expect "explain seed x" 2 "weft explain: SEED: expected a number from 0 to 9223372036854775807, got 'x' (see weft explain --help)" \
+  "$WEFT" explain adir x
+expect "explain missing folder" 1 "weft: nosuch: No such file or directory" "$WEFT" explain nosuch 3
+expect "explain a seed not kept" 1 "weft: adir/traces: seed 3's trace and switch log were not kept (replay it with --seed 3 --save-trace, or --explain)" \
+  "$WEFT" explain adir 3
 if [ -n "$ro" ]; then
   expect "replay -o on a read-only fs" 1 "weft: ro/out: cannot create the output folder: Read-only file system" \
     "$WEFT" replay -o ro/out -- ./lu

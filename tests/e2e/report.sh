@@ -174,6 +174,22 @@ check "campaign report: no depth-2 line without RPro" test "$(count "At depth 2,
 check "campaign report: no 'collision found' without a search" test "$(count "collision found" "$chtml")" = 0
 check_captions "$chtml" campaign
 no_paper_numbers "$chtml" "campaign report"
+# Why that schedule failed: its switches on its timeline, the racing pair.
+why="$(sed -n '/<h2>Why the first failing schedule failed/,$p' "$chtml")"
+check "campaign report: why the first failing schedule failed" grep -q "<h3>pct, depth 1: seed $first</h3>" <<<"$why"
+check "campaign report: that run's timeline with its switches" grep -q "<svg class='timeline'" <<<"$why"
+sched="$work/c/traces/seed-$first.sched.json"
+nsw="$(jq '[.switches[] | select(.stay | not)] | length' "$sched")"
+check "campaign report: one arrow per switch in the window (<= $nsw)" \
+  test "$(grep -o "marker-end='url(#why0-" <<<"$why" | wc -l)" -le "$nsw"
+check "campaign report: the switch table lists the log's entries" \
+  test "$(grep -c '<td>T[0-9]* &rarr; T[0-9]*</td>' <<<"$why")" = "$(jq '[.switches[]] | if length > 30 then 30 else length end' "$sched")"
+var="$({ "$WEFT" races --json "$work/c/traces/seed-$first.wtr" || true; } | jq -r '.races[0].variable')"
+if [ "$var" = null ]; then # the run ended before the racing write
+  check "campaign report: says the run has no race" grep -q "weft races finds no data race in this run" <<<"$why"
+else
+  check "campaign report: the racing pair named on the timeline ($var)" grep -q "race on $var</text>" <<<"$why"
+fi
 
 # Bad input: one line, status 1 (2 for the command line).
 run_status st "$WEFT" report "$work/nonexistent" >/dev/null 2>"$work/e"

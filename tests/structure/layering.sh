@@ -12,9 +12,9 @@ declare -A allowed=(
   [platform]="platform pct"
   [tracer]="trace platform pct"
   [guest]="guest trace"
-  [optimizer]="optimizer search trace"
+  [optimizer]="optimizer search trace races"
   [races]="races trace"
-  [replay]="replay guest pct trace optimizer search"
+  [replay]="replay guest pct trace optimizer search races"
   [report]="report replay trace guest pct search optimizer"
   [demo]="demo report replay optimizer guest trace pct search"
 )

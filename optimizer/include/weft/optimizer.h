@@ -246,6 +246,8 @@ typedef struct opt_filter {
                     an update) */
     size_t nranges;
     uint64_t lo[OPT_MAX_VARS], hi[OPT_MAX_VARS]; /* --var NAME: [lo, hi) */
+    const uint64_t *pcs; /* --from-races: only accesses at these pcs (sorted), if npcs */
+    size_t npcs;
 } opt_filter;
 
 /* Resolve --var NAME in the traced binary's symbols; one line on error. */
@@ -276,6 +278,9 @@ typedef struct optimize_opts {
     int exact;
     uint64_t dmax, budget, seed, runs, pairs;
     int dmax_set, reads, keep_ordered, quiet;
+    /* Run weft races on the trace first: the model keeps only accesses at
+     * racy pcs, and the exact solver only pairs whose two pcs race. */
+    int from_races;
     /* SA's temperature (weft/search.h); zero = the defaults: the paper's
      * schedule, T_max by D_max; scaled with p0 0.5 over 100 moves. */
     search_sa_temperature sa_temperature;

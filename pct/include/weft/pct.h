@@ -18,6 +18,9 @@
  *           bounding (Emmi, Qadeer, Rakamaric, POPL 2011) over a
  *           non-preemptive round-robin scheduler: one schedule per run,
  *           named by its number of deviations and an index (no randomness).
+ *   script  a given list of switches (a schedule file of weft replay
+ *           --minimize) over a non-preemptive base: the current thread runs
+ *           while it can, then the lowest id; no randomness.
  *
  * docs/policies.md states each algorithm exactly as implemented, the
  * guarantee weft claims for it, and how starvation is handled.
@@ -52,7 +55,19 @@ typedef enum pct_kind {
     PCT_KIND_POS = 5,
     PCT_KIND_PB = 6,
     PCT_KIND_DB = 7,
+    PCT_KIND_SCRIPT = 8,
 } pct_kind;
+
+/* One switch of a script: at the decision where the step counter reads
+ * `step`, run `thread`. A preempting switch applies at the first such
+ * decision where the current thread could go on (enabled, not yielded); a
+ * non-preempting one at the first where it cannot (blocked, exited or
+ * yielded). Entries apply in order; docs/policies.md has the rules. */
+typedef struct pct_script_switch {
+    uint64_t step;
+    pct_tid thread;
+    bool preempt;
+} pct_script_switch;
 
 /* Limits that keep a typo from allocating gigabytes. */
 #define PCT_MAX_DEPTH 4096
@@ -88,6 +103,9 @@ typedef struct pct_config {
      * pct_bounded_count(kind, k, n, bound) schedules with that many. */
     uint32_t bound;
     uint64_t schedule;
+    /* script: its switches, in order of step (copied at creation). */
+    const pct_script_switch *script;
+    size_t script_len;
 } pct_config;
 
 /* Defaults: ideal, n = 1, k = 0 (unknown), d = 1, r = 1, seed = 1,
@@ -99,8 +117,8 @@ void pct_config_init(pct_config *cfg, pct_kind kind);
  * parameter in err (if err is not NULL). */
 int pct_config_check(const pct_config *cfg, char *err, size_t errlen);
 
-/* Name ("ideal", "random", "pct", "ppct", "rpro", "pos", "pb", "db") and its
- * inverse (0 or -1). */
+/* Name ("ideal", "random", "pct", "ppct", "rpro", "pos", "pb", "db",
+ * "script") and its inverse (0 or -1). */
 const char *pct_kind_name(pct_kind kind);
 int pct_kind_parse(const char *name, pct_kind *out);
 
@@ -108,7 +126,7 @@ int pct_kind_parse(const char *name, pct_kind *out);
  * rpro, radius <= r) in a program with at most n threads and k steps:
  *   pct, ppct: 1 / (n k^(d-1))
  *   rpro:      1 / (n k (2r)^(d-2)) for d >= 2, 1/n for d = 1
- *   ideal, random, pos, pb, db: 0 (no claim).
+ *   ideal, random, pos, pb, db, script: 0 (no claim).
  * With a starvation probability p the claim holds for runs without an
  * override, which happen with probability >= (1 - p)^k. */
 double pct_guarantee(pct_kind kind, uint64_t n, uint64_t k, uint64_t d, uint64_t r);
@@ -186,6 +204,59 @@ typedef enum pct_schedule_status {
     PCT_SCHEDULE_DUPLICATE = 2, /* a deviation found too few alternatives */
 } pct_schedule_status;
 pct_schedule_status pct_policy_schedule_status(const pct_policy *p);
+/* script: switches applied, and switches missed (their thread was not
+ * enabled, or the run passed their step without a decision of their kind).
+ * Other kinds: 0 and 0. */
+void pct_policy_script_counts(const pct_policy *p, uint64_t *applied, uint64_t *missed);
+
+/* ---- decisions as they happen (explanations, schedule files) ------------- */
+
+/* Why a decision switched threads, most compelling first: the current
+ * thread could not go on (blocked, exited, yielded), or the policy moved it
+ * aside (the rest). */
+typedef enum pct_why {
+    PCT_WHY_NONE = 0,     /* not a switch */
+    PCT_WHY_BLOCKED,      /* the current thread blocked (futex wait, join, ...) */
+    PCT_WHY_EXITED,       /* it exited */
+    PCT_WHY_YIELD,        /* it yielded or spun: demoted (or, stay: chosen again) */
+    PCT_WHY_OVERRIDE,     /* a starvation override (ppct: a relief) */
+    PCT_WHY_CHANGE_POINT, /* a change point k_i lowered it at this step */
+    PCT_WHY_PRIORITY,     /* a thread of higher priority became enabled (pct, rpro) */
+    PCT_WHY_RANDOM,       /* random: the draw */
+    PCT_WHY_POS,          /* pos: the highest-priority pending event is another's */
+    PCT_WHY_TIME,         /* ideal: another thread is earlier in virtual time */
+    PCT_WHY_SET,          /* ppct: the set of allowed threads changed */
+    PCT_WHY_DEVIATION,    /* pb, db: a deviation of the schedule */
+    PCT_WHY_SCHEDULE,     /* script: a switch of the script */
+    PCT_WHY_BASE,         /* pb, db, script: the base scheduler */
+} pct_why;
+
+/* "blocked", "exited", "yield", "override", "change_point", "priority",
+ * "random", "pos", "time", "set", "deviation", "schedule", "base"; "none". */
+const char *pct_why_name(pct_why why);
+
+/* One decision worth recording: a switch (`to` differs from the thread the
+ * previous decision chose; ppct: the allowed set changed), or a yielded
+ * thread chosen again (stay), which a schedule must repeat. */
+typedef struct pct_decision {
+    uint64_t step; /* pct_policy_steps at the decision */
+    pct_tid from;  /* the previous decision's (first) thread */
+    pct_tid to;    /* this decision's first allowed thread */
+    pct_why why;
+    uint32_t change_point; /* CHANGE_POINT: i of k_i (from dropped to d - i) */
+    /* from could have gone on: enabled and not yielded since the previous
+     * decision. A switch that is not a preemption was forced on the policy. */
+    bool preempt;
+    bool stay;              /* to == from, a yielder chosen again */
+    const pct_tid *allowed; /* this decision's allowed threads (valid during the call) */
+    size_t nallowed;
+} pct_decision;
+
+/* Called from pct_policy_next for each switch and stay (never for the first
+ * decision); p may be inspected (pct_policy_thread_at), not changed. NULL
+ * fn stops the calls. */
+typedef void (*pct_decision_fn)(void *ctx, const pct_policy *p, const pct_decision *d);
+void pct_policy_on_decision(pct_policy *p, pct_decision_fn fn, void *ctx);
 
 /* Schedule bounding without state across runs (docs/policies.md). A pb or
  * db schedule deviates from the round-robin base at chosen positions

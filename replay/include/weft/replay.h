@@ -9,6 +9,10 @@
  *   merge.c          weft merge: shards into one campaign
  *   inject.c         injected runs and their traces (weft inject)
  *   inject_plan.c    weft inject: a plan's runs, refinement, the report
+ *   schedule.c       a run's switch log; schedule files (weft replay --schedule)
+ *   explain.c        why a failing run failed: its switches, races, verdict
+ *   minimize.c       the fewest preemptions that still fail (ddmin)
+ *   race_points.c    --points races: the racy pcs of the profiling trace
  *
  * docs/replay.md describes the command, the verdicts and the files. */
 #ifndef WEFT_REPLAY_H
@@ -20,6 +24,7 @@
 
 #include "weft/guest.h"
 #include "weft/pct.h"
+#include "weft/races.h"
 #include "weft/trace.h"
 
 typedef enum replay_verdict {
@@ -66,6 +71,10 @@ typedef struct replay_config {
     int depth_given;
     double starvation; /* < 0: the plugin's default */
     replay_points points;
+    /* --points races: the visible points, with the plain accesses at the pcs
+     * the race detector reports on the profiling trace instead of every
+     * shared access (race_points.c). The campaign is a visible one. */
+    int race_points;
     char pcs_path[PATH_MAX + 32]; /* the shared-access pcs: SHARED, VISIBLE (profiled), PCS */
     char k_source[96]; /* where k came from, for campaign.json and the plan line */
     uint64_t npcs;
@@ -77,7 +86,8 @@ typedef struct replay_config {
     int expect_exit;
     char out_dir[PATH_MAX];
     int resume, save_trace, stop_on_hit, quiet;
-    guest_run run; /* binary, argv, sysroot; plugin_args built per seed */
+    char schedule_path[PATH_MAX + 64]; /* --schedule: the script policy's switches */
+    guest_run run;                     /* binary, argv, sysroot; plugin_args built per seed */
 } replay_config;
 
 /* A line of a runs.jsonl, to put lines in seed order (then in the order
@@ -114,7 +124,16 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
 /* Shell command reproducing one seed of this config. */
 void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size_t len);
 
-/* ---- profiling (profile.c) ----------------------------------------- */
+/* ---- profiling (profile.c, race_points.c) ----------------------------------- */
+
+/* --points races: the pcs of the races weft races finds in the profiling
+ * trace (binary: the program, for its instructions), one hex pc per line
+ * into path. 0 with the counts, or -1 after one line. */
+int replay_race_pcs(const char *trace_path, const char *binary, const char *path, uint64_t *npcs,
+                    uint64_t *nraces);
+/* The pcs of a points file (hex, one a line; other lines skipped), sorted
+ * (malloc'd). 0, or -1 (unreadable, out of memory) with none. */
+int replay_pcs_load(const char *path, uint64_t **pcs, size_t *n);
 
 /* With --points shared: trace the program once (exact mode, no policy) and
  * write the pcs of accesses to shared addresses to c->pcs_path. Then, if k
@@ -251,6 +270,142 @@ typedef struct replay_inject_opts {
 /* Returns WEFT_EXIT_OK if every planned alignment was achieved in the last
  * injected run, WEFT_EXIT_FAIL if not or on error (after one line). */
 int replay_inject(const replay_inject_opts *o);
+
+/* ---- switch logs and schedule files (schedule.c; docs/replay.md) ------------- */
+
+/* One entry of a run's switch log (the plugin's record, traces/seed-S.sched.json
+ * with --save-trace): a switch, or a yielded thread chosen again (stay). */
+#define REPLAY_SWITCH_ENABLED 16
+typedef struct replay_switch {
+    uint64_t step;
+    int64_t from, to;
+    char why[16]; /* pct_why_name */
+    uint32_t change_point;
+    int preempt, stay;
+    uint64_t from_pc, to_pc;   /* the last gate each thread reached, 0 if unknown */
+    uint64_t from_seq, to_seq; /* events each had recorded: to's next event is to_seq */
+    int64_t enabled[REPLAY_SWITCH_ENABLED];
+    size_t nenabled; /* threads enabled at the decision (the first 16 listed) */
+    uint64_t time;   /* replay_explanation_load: virtual ns of to's next event */
+    int have_time;
+} replay_switch;
+
+typedef struct replay_switch_log {
+    replay_switch *v; /* oldest first */
+    size_t n;
+    uint64_t switches, stays, preemptions, dropped; /* dropped: oldest entries not kept */
+    char policy[16];
+    uint64_t seed, depth, k, n_threads, steps, overrides;
+    uint64_t change_points[16];
+    size_t nchange_points;
+    /* Read from the file the plugin appends as the run goes: the run died
+     * before its record (steps: the last switch's; overrides unknown). */
+    int partial;
+} replay_switch_log;
+
+/* Read the switch log of a plugin record. 0, or -1 with one line in err. */
+int replay_switch_log_load(const char *record_path, replay_switch_log *log, char *err,
+                           size_t errlen);
+/* The log seed S of a replay folder kept (traces/seed-S.sched.json, or
+ * seed-S.switches.jsonl for a run that died of a signal). 0, or -1 with one
+ * line (not kept, unreadable). */
+int replay_switch_log_load_kept(const char *dir, uint64_t seed, replay_switch_log *log, char *err,
+                                size_t errlen);
+void replay_switch_log_free(replay_switch_log *log);
+
+struct json_t;
+/* Copy a record's switch counts into a runs.jsonl line (run.c). */
+void replay_line_add_switches(struct json_t *line, struct json_t *record);
+
+/* A schedule file: a program and the switches that make it fail, replayed
+ * by the script policy (weft replay --schedule FILE). */
+typedef struct replay_schedule {
+    char *program;
+    char **argv;
+    int argc;
+    char *sysroot; /* NULL: none */
+    uint64_t n, k;
+    replay_points points; /* NONE, ALL, VISIBLE or PCS (a campaign's SHARED is PCS) */
+    uint64_t *pcs;        /* the point pcs of VISIBLE and PCS */
+    size_t npcs;
+    int expect_exit;
+    unsigned timeout;
+    char verdict[32], detail[1024]; /* how it fails */
+    char from_policy[16];           /* where it came from (informative) */
+    uint64_t from_seed, from_depth, from_switches, from_preemptions;
+    pct_script_switch *sw;
+    size_t nsw;
+} replay_schedule;
+
+int replay_schedule_write(const replay_schedule *s, const char *path, char *err, size_t errlen);
+int replay_schedule_read(const char *path, replay_schedule *s, char *err, size_t errlen);
+void replay_schedule_free(replay_schedule *s);
+/* Turn c into a replay of the schedule at path: the script policy, its n, k
+ * and points (written to out_dir/points.pcs), the program unless c has one.
+ * 0, or -1 after one line. */
+int replay_schedule_apply(replay_config *c, const replay_schedule *s, const char *path,
+                          const char *out_dir);
+/* After a replay of schedule s as seed in dir: print whether the run failed
+ * as the file says (same verdict; for bug the same BUG line) and whether
+ * every switch applied. 1 same, 0 not, -1 no run or nothing to compare. */
+int replay_schedule_verify(const char *dir, uint64_t seed, const replay_schedule *s);
+/* The runs.jsonl line of seed in dir: 0 with its verdict and detail, or -1. */
+int replay_seed_outcome(const char *dir, uint64_t seed, char *verdict, size_t vlen, char *detail,
+                        size_t dlen);
+
+/* ---- why a run failed (explain.c) ------------------------------------------- */
+
+#define REPLAY_EXPLAIN_LAST 8 /* last accesses kept per racing variable */
+
+typedef struct replay_race_var {
+    weft_race race;
+    char variable[160];                   /* symbol+offset, or hex */
+    weft_event last[REPLAY_EXPLAIN_LAST]; /* the last accesses to race.addr, oldest first */
+    size_t nlast;
+} replay_race_var;
+
+typedef struct replay_explanation {
+    uint64_t seed;
+    char verdict[32], detail[1024];
+    char trace_path[PATH_MAX + 64];
+    char binary[PATH_MAX]; /* the traced program, "" if not found */
+    replay_switch_log log;
+    replay_race_var *races; /* the first races found */
+    size_t nraces, nraces_total;
+    int decoded; /* the race detector read the program's instructions */
+} replay_explanation;
+
+/* The kept files of seed in a replay folder (traces/seed-S.wtr and
+ * .sched.json, runs.jsonl): its switches, the races of its trace and the
+ * last accesses to their variables. 0, or -1 with one line in err. */
+int replay_explanation_load(const char *dir, uint64_t seed, replay_explanation *x, char *err,
+                            size_t errlen);
+void replay_explanation_free(replay_explanation *x);
+/* One line for a switch's reason, e.g. "change point k_1: T1 dropped to priority 1". */
+void replay_switch_reason(const replay_switch *w, const replay_switch_log *log, char *buf,
+                          size_t len);
+/* The explanation as text (docs/replay.md, "Explaining a failing run"). */
+void replay_explanation_print(const replay_explanation *x, FILE *out);
+
+/* ---- a minimal schedule (minimize.c) ---------------------------------------- */
+
+/* Zeller's ddmin over n items: test(ctx, idx, m) says whether the subset idx
+ * (ascending, m items) still fails (1), passes (0) or could not be run (-1,
+ * which stops the search). Returns a 1-minimal failing subset (malloc'd in
+ * *out, possibly empty) with respect to the tests it ran; at most max_tests
+ * tests (0: no limit), each subset tested once. 0, 1 when the budget ran out
+ * (the best subset so far is returned), -1 on error or a failed test. */
+typedef int (*replay_ddmin_test)(void *ctx, const size_t *idx, size_t m);
+int replay_ddmin(size_t n, replay_ddmin_test test, void *ctx, size_t max_tests, size_t **out,
+                 size_t *nout, size_t *tests_run);
+
+/* weft replay --seed S --minimize: the fewest preemptions of seed S's
+ * schedule (its kept switch log) that still fail the same way (the same
+ * verdict and, for bug, the same BUG line; verdict_only: the same verdict),
+ * each candidate replayed under the script policy, at most max_runs of
+ * them, saved as DIR/schedule.json and checked by a replay of that file.
+ * Returns weft's exit status (10: the saved schedule fails). */
+int replay_minimize(const replay_config *c, uint64_t seed, size_t max_runs, int verdict_only);
 
 /* ---- merging campaigns (merge.c) -------------------------------------------- */
 

@@ -1,0 +1,357 @@
+/* Why a failing run failed: the thread switches its policy made (from the
+ * plugin's switch log), the data races of its trace (weft races) with the
+ * last accesses to their variables, and the verdict. weft replay --explain
+ * and weft explain print it; weft report draws it on the run's timeline. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "weft/replay.h"
+
+/* Races shown; a run with more lists the first ones found. */
+#define EXPLAIN_MAX_RACES 8
+
+void replay_switch_reason(const replay_switch *w, const replay_switch_log *log, char *buf,
+                          size_t len)
+{
+    const char *y = w->why;
+    long long f = (long long)w->from, t = (long long)w->to;
+    if (!strcmp(y, "blocked"))
+        snprintf(buf, len, "T%lld blocked", f);
+    else if (!strcmp(y, "exited"))
+        snprintf(buf, len, "T%lld exited", f);
+    else if (!strcmp(y, "yield"))
+        snprintf(buf, len,
+                 w->stay ? "T%lld yielded or spun, and runs again"
+                         : "T%lld yielded or spun: demoted",
+                 f);
+    else if (!strcmp(y, "change_point"))
+        snprintf(buf, len, "change point k_%u: T%lld dropped to priority %lld", w->change_point, f,
+                 (long long)log->depth - (long long)w->change_point);
+    else if (!strcmp(y, "override"))
+        snprintf(buf, len, "starvation override: any enabled thread, for one decision");
+    else if (!strcmp(y, "priority"))
+        snprintf(buf, len, "T%lld has a higher priority (created or woken)", t);
+    else if (!strcmp(y, "random"))
+        snprintf(buf, len, "random choice");
+    else if (!strcmp(y, "pos"))
+        snprintf(buf, len, "POS: T%lld's pending event has the highest priority", t);
+    else if (!strcmp(y, "time"))
+        snprintf(buf, len, "T%lld is earlier in virtual time", t);
+    else if (!strcmp(y, "set"))
+        snprintf(buf, len, "PPCT's set of allowed threads changed");
+    else if (!strcmp(y, "deviation"))
+        snprintf(buf, len, "a deviation of the bounded schedule");
+    else if (!strcmp(y, "schedule"))
+        snprintf(buf, len, "a switch of the schedule file");
+    else
+        snprintf(buf, len, "the base scheduler (%s)", y);
+}
+
+/* ---- loading ----------------------------------------------------------------- */
+
+typedef struct query {
+    uint64_t key; /* thread << 40 | seq */
+    size_t sw;    /* the switch that asks */
+} query;
+
+static int cmp_query(const void *a, const void *b)
+{
+    uint64_t x = ((const query *)a)->key, y = ((const query *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+static void keep_access(replay_race_var *r, const weft_event *e)
+{
+    if (r->nlast == REPLAY_EXPLAIN_LAST) {
+        memmove(r->last, r->last + 1, (REPLAY_EXPLAIN_LAST - 1) * sizeof *r->last);
+        r->nlast--;
+    }
+    r->last[r->nlast++] = *e;
+}
+
+/* One pass: the time of each switch (the next event of the thread it
+ * switched to) and the last accesses to each racing variable's byte. */
+static int scan_trace(weft_trace *t, replay_explanation *x, char *err, size_t errlen)
+{
+    query *q = calloc(x->log.n ? x->log.n : 1, sizeof *q);
+    if (!q) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < x->log.n; i++)
+        q[i] = (query){(uint64_t)x->log.v[i].to << 40 | x->log.v[i].to_seq, i};
+    qsort(q, x->log.n, sizeof *q, cmp_query);
+    weft_trace_rewind(t);
+    weft_event e;
+    int rc;
+    while ((rc = weft_trace_next(t, &e)) == 1) {
+        query k = {(uint64_t)e.thread << 40 | e.seq, 0};
+        query *h = x->log.n ? bsearch(&k, q, x->log.n, sizeof *q, cmp_query) : NULL;
+        while (h && h > q && h[-1].key == k.key)
+            h--;
+        for (; h && h < q + x->log.n && h->key == k.key; h++) {
+            x->log.v[h->sw].time = e.time;
+            x->log.v[h->sw].have_time = 1;
+        }
+        if (!weft_event_is_access(e.kind) || (e.flags & WEFT_EVF_STACK))
+            continue;
+        for (size_t r = 0; r < x->nraces; r++) {
+            uint64_t a = x->races[r].race.addr;
+            if (e.addr <= a && a < e.addr + (e.size ? e.size : 1))
+                keep_access(&x->races[r], &e);
+        }
+    }
+    free(q);
+    if (rc < 0)
+        snprintf(err, errlen, "%s", weft_trace_error(t));
+    return rc < 0 ? -1 : 0;
+}
+
+static void name_address(weft_symbols *syms, uint64_t addr, char *buf, size_t len)
+{
+    const char *name = NULL;
+    uint64_t off = 0;
+    if (syms && weft_symbols_data(syms, addr, &name, &off) == 0 && name)
+        snprintf(buf, len, off ? "%s+%" PRIu64 : "%s", name, off);
+    else
+        snprintf(buf, len, "0x%" PRIx64, addr);
+}
+
+/* The races of the trace (both passes of weft races), the first few kept. */
+static int find_races(weft_trace *t, replay_explanation *x, char *err, size_t errlen)
+{
+    weft_races_config cfg = weft_races_config_default();
+    if (access(x->binary, R_OK) == 0)
+        cfg.binary = x->binary;
+    weft_races *d = weft_races_create(&cfg, err, errlen);
+    if (!d)
+        return -1;
+    x->decoded = cfg.binary != NULL;
+    if (weft_races_analyze(d, t, err, errlen)) {
+        weft_races_free(d);
+        return -1;
+    }
+    size_t n = weft_races_count(d);
+    x->nraces_total = n;
+    x->nraces = n < EXPLAIN_MAX_RACES ? n : EXPLAIN_MAX_RACES;
+    x->races = calloc(x->nraces ? x->nraces : 1, sizeof *x->races);
+    if (!x->races) {
+        weft_races_free(d);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    weft_symbols *syms = x->binary[0] ? weft_symbols_open(x->binary, err, errlen) : NULL;
+    for (size_t i = 0; i < x->nraces; i++) {
+        x->races[i].race = *weft_races_get(d, i);
+        name_address(syms, x->races[i].race.addr, x->races[i].variable,
+                     sizeof x->races[i].variable);
+    }
+    if (syms)
+        weft_symbols_close(syms);
+    weft_races_free(d);
+    return 0;
+}
+
+int replay_explanation_load(const char *dir, uint64_t seed, replay_explanation *x, char *err,
+                            size_t errlen)
+{
+    memset(x, 0, sizeof *x);
+    x->seed = seed;
+    if (replay_seed_outcome(dir, seed, x->verdict, sizeof x->verdict, x->detail, sizeof x->detail))
+        snprintf(x->verdict, sizeof x->verdict, "?");
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: %s", dir,
+                 stat(dir, &st) != 0 ? strerror(errno) : "not a folder");
+        return -1;
+    }
+    snprintf(x->trace_path, sizeof x->trace_path, "%s/traces/seed-%" PRIu64 ".wtr", dir, seed);
+    if (replay_switch_log_load_kept(dir, seed, &x->log, err, errlen))
+        return -1;
+    if (access(x->trace_path, R_OK) != 0) {
+        snprintf(err, errlen, "%s: %s", x->trace_path, strerror(errno));
+        replay_explanation_free(x);
+        return -1;
+    }
+    weft_trace *t = weft_trace_open(x->trace_path, err, errlen);
+    if (!t) {
+        replay_explanation_free(x);
+        return -1;
+    }
+    const weft_trace_meta *meta = weft_trace_get_meta(t);
+    if (meta->binary_path && !realpath(meta->binary_path, x->binary))
+        x->binary[0] = 0;
+    int rc = find_races(t, x, err, errlen);
+    if (rc == 0)
+        rc = scan_trace(t, x, err, errlen);
+    weft_trace_close(t);
+    if (rc)
+        replay_explanation_free(x);
+    return rc;
+}
+
+void replay_explanation_free(replay_explanation *x)
+{
+    replay_switch_log_free(&x->log);
+    free(x->races);
+    x->races = NULL;
+    x->nraces = 0;
+}
+
+/* ---- printing ---------------------------------------------------------------- */
+
+static void place(weft_symbols *syms, int64_t thread, uint64_t pc, char *buf, size_t len);
+
+/* "T1 at worker (lost_update.c:20)"; without a pc, what is known (seq:
+ * events it had recorded; exited: it had). */
+static void place_of(weft_symbols *syms, int64_t thread, uint64_t pc, uint64_t seq, int exited,
+                     char *buf, size_t len)
+{
+    if (!pc && exited) {
+        snprintf(buf, len, "T%lld (exited)", (long long)thread);
+        return;
+    }
+    if (!pc && seq <= 1) {
+        snprintf(buf, len, "T%lld (about to start)", (long long)thread);
+        return;
+    }
+    place(syms, thread, pc, buf, len);
+}
+
+/* "T1 at worker (lost_update.c:20)" */
+static void place(weft_symbols *syms, int64_t thread, uint64_t pc, char *buf, size_t len)
+{
+    const char *fn = NULL, *file = NULL;
+    int line = 0;
+    if (pc && syms && weft_symbols_pc(syms, pc, &fn, &file, &line) == 0 && fn) {
+        const char *base = file && strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+        if (base && line > 0)
+            snprintf(buf, len, "T%lld at %s (%s:%d)", (long long)thread, fn, base, line);
+        else
+            snprintf(buf, len, "T%lld in %s", (long long)thread, fn);
+    } else if (pc) {
+        snprintf(buf, len, "T%lld at pc 0x%" PRIx64, (long long)thread, pc);
+    } else {
+        snprintf(buf, len, "T%lld (place unknown)", (long long)thread);
+    }
+}
+
+static void print_switch(const replay_explanation *x, const replay_switch *w, weft_symbols *syms,
+                         FILE *out)
+{
+    char why[256], from[256], to[256];
+    replay_switch_reason(w, &x->log, why, sizeof why);
+    place_of(syms, w->from, w->from_pc, w->from_seq, !strcmp(w->why, "exited"), from, sizeof from);
+    place_of(syms, w->to, w->to_pc, w->to_seq, 0, to, sizeof to);
+    fprintf(out, "  step %5" PRIu64 "  T%lld -> T%lld  %-8s %s\n", w->step, (long long)w->from,
+            (long long)w->to,
+            w->stay      ? "(stays)"
+            : w->preempt ? "preempt"
+                         : "forced",
+            why);
+    fprintf(out, "              %s; %s", from, to);
+    if (w->have_time)
+        fprintf(out, ", from %" PRIu64 " ns", w->time);
+    fprintf(out, "; enabled:");
+    for (size_t i = 0; i < w->nenabled && i < REPLAY_SWITCH_ENABLED; i++)
+        fprintf(out, " T%lld", (long long)w->enabled[i]);
+    if (w->nenabled > REPLAY_SWITCH_ENABLED)
+        fprintf(out, " (+%zu)", w->nenabled - REPLAY_SWITCH_ENABLED);
+    fprintf(out, "\n");
+}
+
+/* Switches shown: all of a short log; of a long one the first few and the
+ * last ones, which lead to the failure. */
+#define SHOW_ALL 60
+#define SHOW_HEAD 5
+#define SHOW_TAIL 45
+
+static void print_switches(const replay_explanation *x, weft_symbols *syms, FILE *out)
+{
+    const replay_switch_log *l = &x->log;
+    fprintf(out, "schedule: %s", l->policy);
+    if (!strcmp(l->policy, "pct") || !strcmp(l->policy, "ppct") || !strcmp(l->policy, "rpro"))
+        fprintf(out, ", depth %" PRIu64, l->depth);
+    fprintf(out, ", seed %" PRIu64 ": %" PRIu64 " steps, change points [", l->seed, l->steps);
+    for (size_t i = 0; i < l->nchange_points; i++)
+        fprintf(out, "%s%" PRIu64, i ? ", " : "", l->change_points[i]);
+    if (l->partial)
+        fprintf(out,
+                "]; %" PRIu64 " switches, %" PRIu64 " of them preemptions (the run died before "
+                "the plugin wrote its record: the log it appended as it went, steps up to the "
+                "last switch)\n",
+                l->switches, l->preemptions);
+    else
+        fprintf(out,
+                "], %" PRIu64 " starvation overrides; %" PRIu64 " switches, %" PRIu64
+                " of them preemptions\n",
+                l->overrides, l->switches, l->preemptions);
+    if (l->dropped)
+        fprintf(out, "  (the log keeps the last %zu; %" PRIu64 " earlier ones are not shown)\n",
+                l->n, l->dropped);
+    fprintf(out, "switches: the step, who ran and who runs next, whether the first could have "
+                 "gone on (preempt) or not (forced), why; where each thread was, when the next "
+                 "ran, who was enabled\n");
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->n > SHOW_ALL && i == SHOW_HEAD)
+            fprintf(out, "  ... %zu more ...\n", l->n - SHOW_HEAD - SHOW_TAIL);
+        if (l->n > SHOW_ALL && i >= SHOW_HEAD && i < l->n - SHOW_TAIL)
+            continue;
+        print_switch(x, &l->v[i], syms, out);
+    }
+}
+
+static void print_access(const weft_event *e, weft_symbols *syms, FILE *out)
+{
+    char where[256];
+    place(syms, e->thread, e->pc, where, sizeof where);
+    fprintf(out, "    %-5s %s, %" PRIu64 " ns (seq %" PRIu64 ")\n", weft_event_kind_name(e->kind),
+            where, e->time, e->seq);
+}
+
+static void print_races(const replay_explanation *x, weft_symbols *syms, FILE *out)
+{
+    fprintf(out, "races in this run (weft races %s): %zu%s\n", x->trace_path, x->nraces_total,
+            x->decoded ? ""
+                       : " (the program was not readable: every atomic counted as acquire "
+                         "and release)");
+    for (size_t i = 0; i < x->nraces; i++) {
+        const replay_race_var *r = &x->races[i];
+        char a[256], b[256];
+        place(syms, r->race.first.thread, r->race.first.pc, a, sizeof a);
+        place(syms, r->race.second.thread, r->race.second.pc, b, sizeof b);
+        fprintf(out, "  race %zu on %s (0x%" PRIx64 "), %" PRIu64 " instance%s: %s %s / %s %s\n",
+                i + 1, r->variable, r->race.addr, r->race.count, r->race.count == 1 ? "" : "s",
+                weft_event_kind_name(r->race.first.kind), a,
+                weft_event_kind_name(r->race.second.kind), b);
+        int seen = 0;
+        for (size_t j = 0; j < i; j++)
+            seen |= x->races[j].race.addr == r->race.addr;
+        if (seen)
+            continue;
+        fprintf(out, "  last accesses to %s:\n", r->variable);
+        for (size_t j = 0; j < r->nlast; j++)
+            print_access(&r->last[j], syms, out);
+    }
+    if (x->nraces_total > x->nraces)
+        fprintf(out, "  ... %zu more (weft races %s)\n", x->nraces_total - x->nraces,
+                x->trace_path);
+}
+
+void replay_explanation_print(const replay_explanation *x, FILE *out)
+{
+    char err[512];
+    weft_symbols *syms = x->binary[0] ? weft_symbols_open(x->binary, err, sizeof err) : NULL;
+    fprintf(out, "seed %" PRIu64 ": %s%s%s\n", x->seed, x->verdict, x->detail[0] ? ": " : "",
+            x->detail);
+    print_switches(x, syms, out);
+    print_races(x, syms, out);
+    fprintf(out, "verdict: %s%s%s\n", x->verdict, x->detail[0] ? ": " : "", x->detail);
+    if (syms)
+        weft_symbols_close(syms);
+}

@@ -1,0 +1,80 @@
+# Races drive the other tools: weft replay --points races makes exactly the
+# racy pcs of the profiling trace its plain-access points (none for a
+# race-free program; fewer, and a smaller k, for paper_mm), and weft
+# optimize --from-races keeps only racy accesses in its model and ranks the
+# racing pairs first (a lock-ordered pair is no longer aligned).
+source "$(dirname "$0")/lib.sh"
+
+# racy_pcs FIXTURE: the pcs weft races reports on an exact trace, hex, sorted.
+racy_pcs() {
+  timeout -s KILL 120 "$WEFT" trace -q --mode exact -o "$work/$1.wtr" -- "$WEFT_FIXTURES/$1" \
+    >/dev/null 2>&1 || true
+  { timeout -s KILL 60 "$WEFT" races --json "$work/$1.wtr" || true; } |
+    jq -r '.pcs[]' | sed 's/^0x//' | sort
+}
+
+# points FIXTURE MODE: one seed with --points MODE; its folder is $work/FIXTURE-MODE.
+points() {
+  local d="$work/$1-$2"
+  run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --depth 2 --points "$2" --seed 1 \
+    --timeout 30 -o "$d" -- "$WEFT_FIXTURES/$1" >"$d.log" 2>&1
+}
+
+for fx in lost_update paper_mm lost_update_ok; do
+  want="$(racy_pcs "$fx")"
+  points "$fx" races
+  check "$fx --points races: ran (status $st)" test "$st" = 0 -o "$st" = 10
+  check "$fx --points races: says it took the races' pcs" \
+    grep -q "^weft: profiling trace: [0-9]* races\? (weft races)" "$work/$fx-races.log"
+  got="$(sed 's/^0x//' "$work/$fx-races/points.pcs" | sort)"
+  check "$fx: points.pcs holds exactly weft races's pcs ($(wc -w <<<"$want"))" test "$got" = "$want"
+  check "$fx: the campaign is a visible one on that file" \
+    test "$(jq -r '"\(.points) \(.pcs_count)"' "$work/$fx-races/campaign.json")" = "visible $(wc -w <<<"$want")"
+  points "$fx" visible
+  kv="$(jq .k "$work/$fx-visible/campaign.json")" kr="$(jq .k "$work/$fx-races/campaign.json")"
+  nv="$(jq .pcs_count "$work/$fx-visible/campaign.json")" nr="$(jq .pcs_count "$work/$fx-races/campaign.json")"
+  check "$fx: no more race pcs ($nr) than shared-access pcs ($nv)" test "$nr" -le "$nv"
+  check "$fx: no larger k with races ($kr) than visible ($kv)" test "$kr" -le "$kv"
+done
+check "lost_update_ok (race-free): no plain-access point at all" test ! -s "$work/lost_update_ok-races/points.pcs"
+check "lost_update_ok: its locked accesses were visible points" test "$(jq .pcs_count "$work/lost_update_ok-visible/campaign.json")" -gt 0
+check "paper_mm: races pick fewer pcs than visible" \
+  test "$(jq .pcs_count "$work/paper_mm-races/campaign.json")" -lt "$(jq .pcs_count "$work/paper_mm-visible/campaign.json")"
+kv="$(jq .k "$work/paper_mm-visible/campaign.json")" kr="$(jq .k "$work/paper_mm-races/campaign.json")"
+check "paper_mm: and so fewer steps, k $kr < $kv" test "$kr" -lt "$kv"
+
+# ---- weft optimize --from-races -------------------------------------------------
+opt() { # TRACE OUT [OPTIONS]: status in $st, output in OUT.log
+  local t="$1" o="$2"
+  shift 2
+  run_status st "$WEFT" optimize "$t" -o "$o" "$@" >"$o.log" 2>&1
+}
+candidates() { sed -nE 's/^weft: exact solver: ([0-9]+) candidate pairs.*/\1/p' "$1"; }
+
+# paper_avn_ok: the only pairs are glibc's lock word, written under the lock.
+racy_pcs paper_avn_ok >/dev/null
+opt "$work/paper_avn_ok.wtr" "$work/avnok.json"
+check "paper_avn_ok: without --from-races a plan (status $st)" test "$st" = 0 -a -s "$work/avnok.json"
+opt "$work/paper_avn_ok.wtr" "$work/avnok-races.json" --from-races
+check "paper_avn_ok --from-races: nothing to align, exit 1 (got $st)" test "$st" = 1
+check "paper_avn_ok --from-races: says there is no race" grep -q "no data race in this trace" "$work/avnok-races.json.log"
+check "paper_avn_ok --from-races: no plan written" test ! -e "$work/avnok-races.json"
+
+for fx in paper_avn paper_ac lost_update; do
+  pcs="$(racy_pcs "$fx")"
+  opt "$work/$fx.wtr" "$work/$fx-plain.json"
+  opt "$work/$fx.wtr" "$work/$fx-races.json" --from-races
+  check "$fx --from-races: a plan (status $st)" test "$st" = 0 -a -s "$work/$fx-races.json"
+  a="$(candidates "$work/$fx-plain.json.log")" b="$(candidates "$work/$fx-races.json.log")"
+  check "$fx --from-races: no more candidates ($b) than without ($a)" test "$b" -le "$a"
+  bad=0
+  for pc in $(jq -r '.injections[].pc' "$work/$fx-races.json" | sed 's/^0x//'); do
+    grep -qx "$pc" <<<"$pcs" || bad=$((bad + 1))
+  done
+  check "$fx --from-races: every delayed access is at a racy pc" test "$bad" = 0
+  check "$fx --from-races: ranks the racing pairs first" \
+    grep -Eq "[0-9]+ of them a race of the trace \(ranked first" "$work/$fx-races.json.log"
+done
+check "paper_avn: the racy model has fewer candidates" \
+  test "$(candidates "$work/paper_avn-races.json.log")" -lt "$(candidates "$work/paper_avn-plain.json.log")"
+finish

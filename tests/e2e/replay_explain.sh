@@ -1,0 +1,123 @@
+# A failing run explained and cut down: weft replay --explain names the
+# switches at the change points and the racing variable, weft explain says
+# the same from the kept files; --minimize finds a schedule with fewer
+# preemptions and switches than the policy's on four failing fixtures, and
+# weft replay --schedule reproduces it 10 times out of 10, trace for trace.
+source "$(dirname "$0")/lib.sh"
+
+# replay DIR ARGS...: a weft replay with its output in DIR.log, status in $st.
+replay() {
+  local dir="$1"
+  shift
+  run_status st timeout -s KILL 300 "$WEFT" replay --timeout 30 -o "$dir" "$@" >"$dir.log" 2>&1
+}
+
+# ---- --explain: change points and the racing variable -----------------------------
+explain_case() { # fixture depth
+  local fx="$1" d="$2" c="$work/$1-pct"
+  replay "$c" --sched pct --depth "$d" --runs 30 --jobs 2 --save-trace -- "$WEFT_FIXTURES/$fx"
+  check "$fx: a pct campaign fails (status $st)" test "$st" = 10
+  # The first failing seed whose log has a switch at a change point.
+  local seed=""
+  for s in $(jq -r 'select(.verdict != "pass") | .seed' "$c/runs.jsonl"); do
+    if jq -e '[.switches[] | select(.why == "change_point")] | length > 0' \
+      "$c/traces/seed-$s.sched.json" >/dev/null; then
+      seed="$s"
+      break
+    fi
+  done
+  check "$fx: a failing seed switched at a change point" test -n "$seed"
+  [ -n "$seed" ] || return 0
+  local e="$work/$fx-explain"
+  replay "$e" --sched pct --depth "$d" --seed "$seed" --explain -- "$WEFT_FIXTURES/$fx"
+  check "$fx seed $seed --explain: the run fails again (status $st)" test "$st" = 10
+  local cps step i
+  cps="$(jq -c '.change_points' "$c/traces/seed-$seed.sched.json")"
+  while read -r step i; do
+    check "$fx seed $seed: explains the switch at change point k_$i (step $step of $cps)" \
+      grep -Eq "^  step +$step  T[0-9]+ -> T[0-9]+  preempt +change point k_$i: " "$e.log"
+  done < <(jq -r '.switches[] | select(.why == "change_point") | "\(.step) \(.change_point)"' \
+    "$c/traces/seed-$seed.sched.json")
+  local var
+  # weft races exits 10 when it finds races.
+  var="$({ timeout -s KILL 60 "$WEFT" races --json "$e/traces/seed-$seed.wtr" || true; } |
+    jq -r '.races[0].variable')"
+  check "$fx seed $seed: weft races names a variable ($var)" test -n "$var" -a "$var" != null
+  check "$fx seed $seed: the explanation names race 1 on $var" grep -q "^  race 1 on $var " "$e.log"
+  check "$fx seed $seed: and its last accesses" grep -q "^  last accesses to $var:" "$e.log"
+  check "$fx seed $seed: ends with the verdict" \
+    test "$(tail -1 "$e.log")" = "verdict: $(jq -r '"\(.verdict): \(.detail)"' "$e/runs.jsonl")"
+  # weft explain from the campaign's kept files says the same as --explain.
+  run_status st2 "$WEFT" explain "$c" "$seed" >"$work/$fx-weft-explain.txt" 2>&1
+  check "$fx seed $seed: weft explain exits 0 (got $st2)" test "$st2" = 0
+  sed -n '/^schedule: /,$p' "$e.log" | sed "s|$e/|DIR/|g" >"$work/a"
+  sed -n '/^schedule: /,$p' "$work/$fx-weft-explain.txt" | sed "s|$c/|DIR/|g" >"$work/b"
+  check "$fx seed $seed: weft explain DIR SEED = --explain" cmp -s "$work/a" "$work/b"
+}
+explain_case lost_update 2
+explain_case atomicity_violation 3
+
+run_status st "$WEFT" explain "$work/lost_update-pct" 999999
+check "weft explain: a seed not kept is one line, exit 1" test "$st" = 1
+
+# A guest killed by a signal writes no record: the log the plugin appended
+# as the run went explains it.
+replay "$work/segv" --sched pct --seed 1 --explain -- "$WEFT_FIXTURES/fail_segv"
+check "fail_segv --explain: a crash (status $st)" test "$st" = 10
+check "fail_segv: its switch log kept as it went" test -s "$work/segv/traces/seed-1.switches.jsonl"
+check "fail_segv: explained from it" grep -q "the run died before the plugin wrote its record" "$work/segv.log"
+check "fail_segv: ends with the verdict" grep -q "^verdict: crash: killed by signal 11" "$work/segv.log"
+
+# ---- --minimize and --schedule -------------------------------------------------
+minimize_case() { # fixture policy depth
+  local fx="$1" pol="$2" d="$3" c="$work/$1-$2"
+  replay "$c" --sched "$pol" --depth "$d" --runs 20 --jobs 2 -- "$WEFT_FIXTURES/$fx"
+  check "$fx/$pol: the campaign fails (status $st)" test "$st" = 10
+  # The failing seed with the most preemptions (the lowest on ties).
+  local seed pre sw
+  read -r seed pre sw < <(jq -s -r '[.[] | select(.verdict != "pass")] | sort_by(-.preemptions, .seed)
+    | .[0] | "\(.seed) \(.preemptions) \(.switches)"' "$c/runs.jsonl")
+  check "$fx/$pol: a failing seed with 2+ preemptions (seed $seed: $pre)" test "${pre:-0}" -ge 2
+  local m="$work/$fx-min"
+  replay "$m" --sched "$pol" --depth "$d" --seed "$seed" --minimize -q -- "$WEFT_FIXTURES/$fx"
+  check "$fx/$pol seed $seed --minimize: exit 10 (got $st)" test "$st" = 10
+  local line
+  line="$(grep '^weft: minimal schedule: ' "$m.log" || true)"
+  local mp mpre msw msw_of
+  read -r mp mpre msw msw_of < <(sed -E 's/^weft: minimal schedule: ([0-9]+) preemptions? of ([0-9]+), ([0-9]+) switches of ([0-9]+) .*/\1 \2 \3 \4/' <<<"$line")
+  check "$fx/$pol seed $seed: $mp preemptions, fewer than the policy's $mpre" test "${mp:-99}" -lt "${mpre:-0}"
+  check "$fx/$pol seed $seed: $msw switches, fewer than the policy's $msw_of" test "${msw:-99}" -lt "${msw_of:-0}"
+  check "$fx/$pol seed $seed: the policy's counts are the campaign's ($pre, $sw)" \
+    test "$mpre $msw_of" = "$pre $sw"
+  local f="$m/schedule.json"
+  check "$fx/$pol: schedule.json has $mp preempting switches" \
+    test "$(jq '[.switches[] | select(.preempt)] | length' "$f")" = "$mp"
+  check "$fx/$pol: replayed from the file, the same failure" grep -q "(the same failure)$" "$m.log"
+  local want
+  want="$(jq -r '"\(.verdict)\t\(.detail)"' "$f")"
+  local same=0 traces=0 first=""
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    run_status st timeout -s KILL 120 "$WEFT" replay --schedule "$f" --save-trace -o "$m-r$i" >"$m-r$i.log" 2>&1
+    if [ "$st" = 10 ] && grep -q "): reproduced$" "$m-r$i.log" &&
+      [ "$(jq -r '"\(.verdict)\t\(.detail)"' "$m-r$i/runs.jsonl")" = "$want" ] &&
+      [ "$(jq '.script_missed' "$m-r$i/runs.jsonl")" = 0 ]; then
+      same=$((same + 1))
+    fi
+    [ -z "$first" ] && first="$m-r$i/traces/seed-1.wtr"
+    cmp -s "$first" "$m-r$i/traces/seed-1.wtr" && traces=$((traces + 1))
+  done
+  check "$fx/$pol: --schedule reproduces the failure 10/10 (got $same)" test "$same" = 10
+  check "$fx/$pol: and the same trace bytes 10/10 (got $traces)" test "$traces" = 10
+}
+minimize_case lost_update pct 3
+minimize_case atomicity_violation random 1
+minimize_case deadlock_lock_order random 1
+minimize_case order_violation random 1
+
+# The file decides: options it decides are refused, without a program too.
+f="$work/lost_update-min/schedule.json"
+run_status st "$WEFT" replay --schedule "$f" --sched pct
+check "--schedule with --sched: exit 2" test "$st" = 2
+run_status st "$WEFT" replay --sched pct --minimize -- "$WEFT_FIXTURES/lost_update"
+check "--minimize without --seed: exit 2" test "$st" = 2
+finish
