@@ -164,32 +164,39 @@ static void ticks(rbuf *b, const axis *a, double y)
               W - RIGHT, y + 28);
 }
 
-/* One panel: lanes, ticks, pair markers. Returns its height. */
-static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, const char *title,
-                    const report_pair *p, size_t np, int injected)
-{
+/* The threads a panel shows, one lane each, from y = top down. */
+typedef struct lane_set {
     uint32_t lanes[MAX_LANES];
-    size_t nl = pick_lanes(rt, a, p, np, lanes);
-    rb_printf(b, "<text x='4' y='%.1f' font-size='12' font-weight='bold'>", y0 + 12);
-    rb_esc(b, title);
-    if (nl < rt->sum->nthreads)
-        rb_printf(b, " (%zu of %u threads shown)", nl, rt->sum->nthreads);
-    rb_puts(b, "</text>\n");
-    double top = y0 + 20;
-    for (size_t i = 0; i < nl; i++) {
-        const weft_trace_thread *t = &rt->sum->threads[lanes[i]];
-        double y = top + (double)i * LANE + LANE / 2;
+    size_t n;
+    double top;
+} lane_set;
+
+static double lane_y(const lane_set *ls, size_t l)
+{
+    return ls->top + (double)l * LANE + LANE / 2;
+}
+
+/* Each lane's label and the thread's life within the window. */
+static void draw_lanes(rbuf *b, const report_trace *rt, const axis *a, const lane_set *ls)
+{
+    for (size_t i = 0; i < ls->n; i++) {
+        const weft_trace_thread *t = &rt->sum->threads[ls->lanes[i]];
+        double y = lane_y(ls, i);
         uint64_t s = t->start_time > a->t0 ? t->start_time : a->t0;
         uint64_t e = t->end_time < a->t1 ? t->end_time : a->t1;
         rb_printf(b, "<text x='%.1f' y='%.1f' font-size='11' text-anchor='end'>T%u</text>\n",
-                  LEFT - 8, y + 4, lanes[i]);
+                  LEFT - 8, y + 4, ls->lanes[i]);
         if (s <= e)
             rb_printf(b,
                       "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#d5d9de' "
                       "stroke-width='6'/>\n",
                       xpos(a, s), y, xpos(a, e), y);
     }
-    /* ticks for accesses to shared addresses, thinned if too many */
+}
+
+/* Ticks for the accesses to shared addresses, thinned if too many. */
+static void draw_accesses(rbuf *b, const report_trace *rt, const axis *a, const lane_set *ls)
+{
     size_t inwin = 0;
     for (size_t i = 0; i < rt->n; i++) {
         const weft_event *e = &rt->ev[i];
@@ -203,7 +210,7 @@ static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, c
         if (e->time < a->t0 || e->time > a->t1 || !weft_event_is_access(e->kind))
             continue;
         unsigned c = report_trace_addr_class(rt, e->addr);
-        int l = c ? lane_of(lanes, nl, e->thread) : -1;
+        int l = c ? lane_of(ls->lanes, ls->n, e->thread) : -1;
         if (l < 0 || k++ % every)
             continue;
         int atomic = e->kind == WEFT_EV_RMW || (e->flags & (WEFT_EVF_ATOMIC | WEFT_EVF_EXCLUSIVE));
@@ -212,51 +219,73 @@ static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, c
                           : (c & REPORT_ADDR_WW)    ? C_WW
                                                     : C_WRITE;
         double h = e->kind == WEFT_EV_READ ? 4 : 7;
-        double x = xpos(a, e->time), y = top + l * LANE + LANE / 2;
+        double x = xpos(a, e->time), y = lane_y(ls, (size_t)l);
         rb_printf(b, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s'/>\n", x, y - h, x,
                   y + h, col);
     }
-    double bottom = top + (double)nl * LANE;
-    for (size_t i = 0; i < np; i++) {
-        const weft_event *ea = report_trace_find(rt, p[i].ta, p[i].sa);
-        const weft_event *eb = report_trace_find(rt, p[i].tb, p[i].sb);
-        int la = lane_of(lanes, nl, p[i].ta), lb = lane_of(lanes, nl, p[i].tb);
-        if (!ea || !eb || la < 0 || lb < 0)
-            continue;
-        double ya = top + la * LANE + LANE / 2, yb = top + lb * LANE + LANE / 2;
-        double xa = xpos(a, ea->time), xb = xpos(a, eb->time);
+}
+
+/* A planned pair's two events circled; in the traced run the delay's arrow
+ * to the planned collision, in the injected run the collision or the miss. */
+static void draw_pair(rbuf *b, const report_trace *rt, const axis *a, const lane_set *ls,
+                      const report_pair *p, int injected)
+{
+    const weft_event *ea = report_trace_find(rt, p->ta, p->sa);
+    const weft_event *eb = report_trace_find(rt, p->tb, p->sb);
+    int la = lane_of(ls->lanes, ls->n, p->ta), lb = lane_of(ls->lanes, ls->n, p->tb);
+    if (!ea || !eb || la < 0 || lb < 0)
+        return;
+    double ya = lane_y(ls, (size_t)la), yb = lane_y(ls, (size_t)lb);
+    double xa = xpos(a, ea->time), xb = xpos(a, eb->time);
+    rb_printf(b,
+              "<circle cx='%.1f' cy='%.1f' r='5' fill='none' stroke='" C_PAIR
+              "' stroke-width='2'/><circle cx='%.1f' cy='%.1f' r='5' fill='none' "
+              "stroke='" C_PAIR "' stroke-width='2'/>\n",
+              xa, ya, xb, yb);
+    double ylo = ya < yb ? ya : yb, yhi = ya < yb ? yb : ya;
+    if (!injected) {
+        double xp = xpos(a, p->predicted);
         rb_printf(b,
-                  "<circle cx='%.1f' cy='%.1f' r='5' fill='none' stroke='" C_PAIR
-                  "' stroke-width='2'/><circle cx='%.1f' cy='%.1f' r='5' fill='none' "
-                  "stroke='" C_PAIR "' stroke-width='2'/>\n",
-                  xa, ya, xb, yb);
-        double ylo = ya < yb ? ya : yb, yhi = ya < yb ? yb : ya;
-        if (!injected) {
-            double xp = xpos(a, p[i].predicted);
-            rb_printf(b,
-                      "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
-                      "' stroke-dasharray='4 3' marker-end='url(#tl-arrow)'/>\n"
-                      "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
-                      "' stroke-dasharray='2 2'/>\n",
-                      xa, ya, xp - 3, ya, xp, ylo - 8, xp, yhi + 8);
-            rb_printf(b,
-                      "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR "'>delay %" PRIu64
-                      " ns: planned collision at %" PRIu64 " ns</text>\n",
-                      xp + 4, ylo - 9, p[i].delay_ns, p[i].predicted);
-        } else if (ea->time == eb->time) {
-            rb_printf(b,
-                      "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
-                      "' stroke-width='2'/>\n"
-                      "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR
-                      "'>collision at %" PRIu64 " ns</text>\n",
-                      xa, ylo - 8, xa, yhi + 8, xa + 4, ylo - 9, ea->time);
-        } else {
-            rb_printf(b,
-                      "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR "'>missed by %" PRId64
-                      " ns</text>\n",
-                      xa + 4, ylo - 9, (int64_t)eb->time - (int64_t)ea->time);
-        }
+                  "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
+                  "' stroke-dasharray='4 3' marker-end='url(#tl-arrow)'/>\n"
+                  "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
+                  "' stroke-dasharray='2 2'/>\n",
+                  xa, ya, xp - 3, ya, xp, ylo - 8, xp, yhi + 8);
+        rb_printf(b,
+                  "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR "'>delay %" PRIu64
+                  " ns: planned collision at %" PRIu64 " ns</text>\n",
+                  xp + 4, ylo - 9, p->delay_ns, p->predicted);
+    } else if (ea->time == eb->time) {
+        rb_printf(b,
+                  "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
+                  "' stroke-width='2'/>\n"
+                  "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR "'>collision at %" PRIu64
+                  " ns</text>\n",
+                  xa, ylo - 8, xa, yhi + 8, xa + 4, ylo - 9, ea->time);
+    } else {
+        rb_printf(b,
+                  "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR "'>missed by %" PRId64
+                  " ns</text>\n",
+                  xa + 4, ylo - 9, (int64_t)eb->time - (int64_t)ea->time);
     }
+}
+
+/* One panel: lanes, ticks, pair markers. Returns its height. */
+static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, const char *title,
+                    const report_pair *p, size_t np, int injected)
+{
+    lane_set ls = {.top = y0 + 20};
+    ls.n = pick_lanes(rt, a, p, np, ls.lanes);
+    rb_printf(b, "<text x='4' y='%.1f' font-size='12' font-weight='bold'>", y0 + 12);
+    rb_esc(b, title);
+    if (ls.n < rt->sum->nthreads)
+        rb_printf(b, " (%zu of %u threads shown)", ls.n, rt->sum->nthreads);
+    rb_puts(b, "</text>\n");
+    draw_lanes(b, rt, a, &ls);
+    draw_accesses(b, rt, a, &ls);
+    double bottom = ls.top + (double)ls.n * LANE;
+    for (size_t i = 0; i < np; i++)
+        draw_pair(b, rt, a, &ls, &p[i], injected);
     ticks(b, a, bottom + 4);
     return bottom + 36 - y0;
 }
