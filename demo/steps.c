@@ -117,19 +117,26 @@ static void count_runs(const char *path, uint64_t *done, uint64_t *hits)
     fclose(f);
 }
 
-static void show_progress(demo_ctx *ctx, demo_progress kind, const char *runs_path, uint64_t total,
-                          double elapsed, double *last, int final)
+/* What a running step shows: a campaign's runs so far, or the time. */
+typedef struct step_progress {
+    demo_progress kind;
+    const char *runs_path;
+    uint64_t total;
+    double last; /* elapsed time when the last line was shown */
+} step_progress;
+
+static void show_progress(demo_ctx *ctx, step_progress *pg, double elapsed, int final)
 {
     /* Quiet for short steps; a terminal gets one updating line, a log file
      * a line every 15 s. */
-    if (elapsed < 2 || (!ctx->tty && !final && elapsed - *last < 15) || (!ctx->tty && final))
+    if (elapsed < 2 || (!ctx->tty && !final && elapsed - pg->last < 15) || (!ctx->tty && final))
         return;
     char msg[160];
-    if (kind == DEMO_PROGRESS_RUNS) {
+    if (pg->kind == DEMO_PROGRESS_RUNS) {
         uint64_t done, hits;
-        count_runs(runs_path, &done, &hits);
+        count_runs(pg->runs_path, &done, &hits);
         snprintf(msg, sizeof msg, "%llu/%llu runs, %llu failing, %.0f s", (unsigned long long)done,
-                 (unsigned long long)total, (unsigned long long)hits, elapsed);
+                 (unsigned long long)pg->total, (unsigned long long)hits, elapsed);
     } else {
         snprintf(msg, sizeof msg, "running, %.0f s", elapsed);
     }
@@ -137,7 +144,61 @@ static void show_progress(demo_ctx *ctx, demo_progress kind, const char *runs_pa
         fprintf(stderr, "\r\033[K   ... %s%s", msg, final ? "\n" : "");
     else
         fprintf(stderr, "   ... %s\n", msg);
-    *last = elapsed;
+    pg->last = elapsed;
+}
+
+/* Forks `weft ARGS` with stdout and stderr to fd and stdin from /dev/null;
+ * returns its pid, or -1 if fork failed. */
+static pid_t spawn(const demo_ctx *ctx, const demo_cmd *cmd, int fd)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    int dn = open("/dev/null", O_RDONLY);
+    if (dn >= 0)
+        dup2(dn, 0);
+    execv(ctx->self, cmd->argv);
+    fprintf(stderr, "weft: cannot run %s: %s\n", ctx->self, strerror(errno));
+    _exit(127);
+}
+
+/* Waits for the child, showing progress; returns its wait status. */
+static int wait_child(demo_ctx *ctx, pid_t pid, step_progress *pg, double t0)
+{
+    int status = 0, forwarded = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            break;
+        if (stop_signal == SIGTERM && !forwarded) {
+            kill(pid, SIGTERM); /* ^C reaches the child from the terminal; SIGTERM only us */
+            forwarded = 1;
+        }
+        show_progress(ctx, pg, now_s() - t0, 0);
+        /* most steps take well under a second: poll often at first */
+        struct timespec nap = {0, now_s() - t0 < 1 ? 10000000 : 200000000};
+        nanosleep(&nap, NULL);
+    }
+    return status;
+}
+
+/* The signal that stopped the step, whether it reached the demo or only
+ * the child. */
+static void note_interrupt(demo_ctx *ctx, int status, int rc)
+{
+    if (stop_signal)
+        ctx->interrupted = stop_signal;
+    else if (rc == 128 + SIGINT || rc == 128 + SIGTERM)
+        ctx->interrupted = rc - 128;
+    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT)
+        ctx->interrupted = SIGINT;
 }
 
 int demo_step(demo_ctx *ctx, const char *name, const demo_cmd *cmd, demo_progress kind,
@@ -164,55 +225,23 @@ int demo_step(demo_ctx *ctx, const char *name, const demo_cmd *cmd, demo_progres
     stop_signal = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    double t0 = now_s(), last = 0;
+    double t0 = now_s();
+    step_progress pg = {.kind = kind, .runs_path = runs_path, .total = total};
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = spawn(ctx, cmd, fd);
     if (pid < 0) {
         close(fd);
         weft_error("fork: %s", strerror(errno));
         return -1;
     }
-    if (pid == 0) {
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        close(fd);
-        int dn = open("/dev/null", O_RDONLY);
-        if (dn >= 0)
-            dup2(dn, 0);
-        execv(ctx->self, cmd->argv);
-        fprintf(stderr, "weft: cannot run %s: %s\n", ctx->self, strerror(errno));
-        _exit(127);
-    }
     close(fd);
-    int status = 0, forwarded = 0;
-    for (;;) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid)
-            break;
-        if (w < 0 && errno != EINTR)
-            break;
-        if (stop_signal == SIGTERM && !forwarded) {
-            kill(pid, SIGTERM); /* ^C reaches the child from the terminal; SIGTERM only us */
-            forwarded = 1;
-        }
-        show_progress(ctx, kind, runs_path, total, now_s() - t0, &last, 0);
-        /* most steps take well under a second: poll often at first */
-        struct timespec nap = {0, now_s() - t0 < 1 ? 10000000 : 200000000};
-        nanosleep(&nap, NULL);
-    }
+    int status = wait_child(ctx, pid, &pg, t0);
     double wall = now_s() - t0;
-    show_progress(ctx, kind, runs_path, total, wall, &last, 1);
+    show_progress(ctx, &pg, wall, 1);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (stop_signal)
-        ctx->interrupted = stop_signal;
-    else if (rc == 128 + SIGINT || rc == 128 + SIGTERM)
-        ctx->interrupted = rc - 128;
-    else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT)
-        ctx->interrupted = SIGINT;
+    note_interrupt(ctx, status, rc);
 
     json_t *argv = json_array();
     for (int i = 0; i < cmd->argc; i++)

@@ -40,6 +40,11 @@ typedef struct spec_run {
     uint64_t *pcs;
     size_t npcs, cap;
     uint64_t unordered; /* the last run's gated accesses found out of order */
+    guest_run attempt;  /* the run as each attempt makes it */
+    off_t rewind_to;    /* where each attempt reads stdin from, or -1 */
+    char seeded[512];   /* the seeded functions' gate ranges */
+    double wall;        /* of all attempts */
+    int runs, last;     /* attempts made; the last gated every access */
 } spec_run;
 
 typedef enum stream_use { STREAM_NO, STREAM_PASS, STREAM_FILE } stream_use;
@@ -159,6 +164,84 @@ static void cleanup(spec_run *s)
     free(s->pcs);
 }
 
+/* The folder of the tracer's verdicts, the gates and the held output. */
+static int make_spec_dir(spec_run *s)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(s->dir, sizeof s->dir, "%s/weft-spec-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(s->dir)) {
+        fprintf(stderr,
+                "weft: %s: cannot create a temporary folder (%s); exact mode gates every "
+                "access\n",
+                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        return -1;
+    }
+    snprintf(s->learn, sizeof s->learn, "%s/learnt", s->dir);
+    snprintf(s->gates, sizeof s->gates, "%s/gates", s->dir);
+    snprintf(s->out, sizeof s->out, "%s/stdout", s->dir);
+    snprintf(s->err, sizeof s->err, "%s/stderr", s->dir);
+    return 0;
+}
+
+/* Output to a regular file is held per attempt, shown once at the end. */
+static void hold_output(spec_run *s, stream_use out, stream_use err)
+{
+    s->attempt.capture_out = out == STREAM_FILE ? s->out : NULL;
+    s->attempt.capture_err = err == STREAM_FILE ? s->err : NULL;
+    struct stat so, se;
+    if (out == STREAM_FILE && err == STREAM_FILE && fstat(STDOUT_FILENO, &so) == 0 &&
+        fstat(STDERR_FILENO, &se) == 0 && so.st_dev == se.st_dev && so.st_ino == se.st_ino)
+        s->attempt.capture_err = s->attempt.capture_out; /* 2>&1: keep the guest's interleaving */
+}
+
+/* The attempts, each gating the pcs blamed so far, until one is blamed
+ * nothing, fails, times out or is the last (which gates every access).
+ * Returns the last attempt's status. */
+static int run_attempts(spec_run *s, const guest_run *run, const char *trace_path, guest_result *r,
+                        uint32_t *final_flags)
+{
+    size_t base_len = strlen(run->plugin_args);
+    char *args = malloc(base_len + sizeof s->seeded + 2 * sizeof s->learn + 32);
+    int rc = -1;
+    for (int n = 1;; n++) {
+        s->last = n >= SPEC_ATTEMPTS;
+        if (s->last)
+            strcpy(args, run->plugin_args);
+        else
+            sprintf(args, "%s,spec=%s%s%s%s", run->plugin_args, s->learn, s->seeded,
+                    s->npcs ? ",gates=" : "", s->npcs ? s->gates : "");
+        s->attempt.plugin_args = args;
+        if (run->timeout_s) {
+            double left = run->timeout_s - s->wall;
+            s->attempt.timeout_s = left < 1 ? 1 : (unsigned)(left + 0.5);
+        }
+        int fd = open(s->learn, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            close(fd);
+        if (s->rewind_to >= 0)
+            lseek(STDIN_FILENO, s->rewind_to, SEEK_SET);
+        rc = guest_trace_run_once(&s->attempt, trace_path, r, final_flags);
+        s->wall += r->wall_s;
+        s->runs++;
+        if (rc != 0 || s->last || r->end == GUEST_INTERRUPTED)
+            break;
+        int fresh = read_learnt(s);
+        if (fresh == 0)
+            break; /* nothing blamed: ordered like a fully gated run */
+        if (run->timeout_s && s->wall >= run->timeout_s) {
+            weft_error("%s: timed out after %d runs, the last not ordered exactly", trace_path,
+                       s->runs);
+            break;
+        }
+        if (fresh < 0)
+            n = SPEC_ATTEMPTS - 1; /* could not check: gate everything next */
+        else if (write_gates(s) != 0)
+            n = SPEC_ATTEMPTS - 1;
+    }
+    free(args);
+    return rc;
+}
+
 int guest_trace_run_speculative(const guest_run *run, const char *trace_path, guest_result *r,
                                 uint32_t *final_flags)
 {
@@ -171,81 +254,25 @@ int guest_trace_run_speculative(const guest_run *run, const char *trace_path, gu
         r->unspeculated = 1;
         return rc;
     }
-    spec_run s = {0};
-    const char *tmp = getenv("TMPDIR");
-    snprintf(s.dir, sizeof s.dir, "%s/weft-spec-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(s.dir)) {
-        fprintf(stderr,
-                "weft: %s: cannot create a temporary folder (%s); exact mode gates every "
-                "access\n",
-                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+    spec_run s = {.rewind_to = rewind_to};
+    if (make_spec_dir(&s)) {
         int rc = guest_trace_run_once(run, trace_path, r, final_flags);
         r->unspeculated = 2; /* said why */
         return rc;
     }
-    snprintf(s.learn, sizeof s.learn, "%s/learnt", s.dir);
-    snprintf(s.gates, sizeof s.gates, "%s/gates", s.dir);
-    snprintf(s.out, sizeof s.out, "%s/stdout", s.dir);
-    snprintf(s.err, sizeof s.err, "%s/stderr", s.dir);
-
-    guest_run attempt = *run;
-    attempt.capture_out = out == STREAM_FILE ? s.out : NULL;
-    attempt.capture_err = err == STREAM_FILE ? s.err : NULL;
-    struct stat so, se;
-    if (out == STREAM_FILE && err == STREAM_FILE && fstat(STDOUT_FILENO, &so) == 0 &&
-        fstat(STDERR_FILENO, &se) == 0 && so.st_dev == se.st_dev && so.st_ino == se.st_ino)
-        attempt.capture_err = attempt.capture_out; /* 2>&1: keep the guest's interleaving */
-    char seeded[512];
-    seed_ranges(run->binary, seeded, sizeof seeded);
-    size_t base_len = strlen(run->plugin_args);
-    char *args = malloc(base_len + sizeof seeded + 2 * sizeof s.learn + 32);
-    double wall = 0;
-    int rc = -1, runs = 0, last = 0;
-    for (int n = 1;; n++) {
-        last = n >= SPEC_ATTEMPTS;
-        if (last)
-            strcpy(args, run->plugin_args);
-        else
-            sprintf(args, "%s,spec=%s%s%s%s", run->plugin_args, s.learn, seeded,
-                    s.npcs ? ",gates=" : "", s.npcs ? s.gates : "");
-        attempt.plugin_args = args;
-        if (run->timeout_s) {
-            double left = run->timeout_s - wall;
-            attempt.timeout_s = left < 1 ? 1 : (unsigned)(left + 0.5);
-        }
-        int fd = open(s.learn, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd >= 0)
-            close(fd);
-        if (rewind_to >= 0)
-            lseek(STDIN_FILENO, rewind_to, SEEK_SET);
-        rc = guest_trace_run_once(&attempt, trace_path, r, final_flags);
-        wall += r->wall_s;
-        runs++;
-        if (rc != 0 || last || r->end == GUEST_INTERRUPTED)
-            break;
-        int fresh = read_learnt(&s);
-        if (fresh == 0)
-            break; /* nothing blamed: ordered like a fully gated run */
-        if (run->timeout_s && wall >= run->timeout_s) {
-            weft_error("%s: timed out after %d runs, the last not ordered exactly", trace_path,
-                       runs);
-            break;
-        }
-        if (fresh < 0)
-            n = SPEC_ATTEMPTS - 1; /* could not check: gate everything next */
-        else if (write_gates(&s) != 0)
-            n = SPEC_ATTEMPTS - 1;
-    }
-    free(args);
-    if (attempt.capture_out)
+    s.attempt = *run;
+    hold_output(&s, out, err);
+    seed_ranges(run->binary, s.seeded, sizeof s.seeded);
+    int rc = run_attempts(&s, run, trace_path, r, final_flags);
+    if (s.attempt.capture_out)
         show_output(s.out, stdout);
-    if (attempt.capture_err && attempt.capture_err != attempt.capture_out)
+    if (s.attempt.capture_err && s.attempt.capture_err != s.attempt.capture_out)
         show_output(s.err, stderr);
-    r->wall_s = wall;
-    r->attempts = runs;
-    r->fully_gated = last;
+    r->wall_s = s.wall;
+    r->attempts = s.runs;
+    r->fully_gated = s.last;
     r->gates_learnt = s.npcs;
-    r->unordered = last ? 0 : s.unordered;
+    r->unordered = s.last ? 0 : s.unordered;
     r->unspeculated = 0;
     cleanup(&s);
     return rc;

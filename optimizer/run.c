@@ -115,8 +115,46 @@ static int check_sa_options(const optimize_opts *o)
     return -1;
 }
 
-/* What the model holds, and what may make the plan not match a replay. */
-static void describe_model(const optimize_ctx *c)
+/* The trace, its metadata and the program's symbols (when readable). */
+static int open_trace(optimize_ctx *c)
+{
+    char err[512];
+    c->t = weft_trace_open(c->o->trace, err, sizeof err);
+    if (!c->t) {
+        weft_error("%s", err);
+        return -1;
+    }
+    c->meta = weft_trace_get_meta(c->t);
+    c->sum = weft_trace_get_summary(c->t);
+    if (c->meta->binary_path && *c->meta->binary_path)
+        c->syms = weft_symbols_open(c->meta->binary_path, err, sizeof err);
+    return 0;
+}
+
+/* The model of the accesses --var and --reads select, and an empty plan. */
+static int build_model(optimize_ctx *c)
+{
+    optimize_opts *o = c->o;
+    char err[512];
+    for (size_t i = 0; i < o->nvars; i++)
+        if (opt_filter_add_var(&o->filter, c->syms, c->meta->binary_path, o->vars[i]))
+            return -1;
+    optimizer_options mo = optimizer_options_default();
+    mo.include_reads = o->reads;
+    c->m = opt_model_load(c->t, &o->filter, &mo, err, sizeof err);
+    if (!c->m) {
+        weft_error("%s", err);
+        return -1;
+    }
+    if (optimizer_plan_init(&c->plan, c->meta) != 0) {
+        weft_error("out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The model's size, and notes on a trace whose plan may not replay as is. */
+static void print_model(const optimize_ctx *c)
 {
     const optimize_opts *o = c->o;
     size_t dim = optimizer_model_dim(c->m), writes = 0;
@@ -144,6 +182,18 @@ static void describe_model(const optimize_ctx *c)
         printf("weft: note: no symbols (%s not readable here)\n", c->meta->binary_path);
 }
 
+static int write_plan(optimize_ctx *c)
+{
+    char err[512];
+    if (optimizer_plan_write(&c->plan, c->o->out, err, sizeof err) != 0) {
+        weft_error("%s", err);
+        return -1;
+    }
+    printf("weft: wrote %s (%zu injection%s)\n", c->o->out, c->plan.ninjections,
+           c->plan.ninjections == 1 ? "" : "s");
+    return 0;
+}
+
 int optimizer_run(optimize_opts *o)
 {
     if (check_sa_options(o))
@@ -152,38 +202,17 @@ int optimizer_run(optimize_opts *o)
         return WEFT_EXIT_FAIL;
     if (o->stats && check_writable(o->stats))
         return WEFT_EXIT_FAIL;
-    char err[512];
     optimize_ctx c = {.o = o};
-    c.t = weft_trace_open(o->trace, err, sizeof err);
-    if (!c.t) {
-        weft_error("%s", err);
+    if (open_trace(&c))
         return WEFT_EXIT_FAIL;
-    }
-    c.meta = weft_trace_get_meta(c.t);
-    c.sum = weft_trace_get_summary(c.t);
-    if (c.meta->binary_path && *c.meta->binary_path)
-        c.syms = weft_symbols_open(c.meta->binary_path, err, sizeof err);
     int rc = WEFT_EXIT_FAIL;
-    for (size_t i = 0; i < o->nvars; i++)
-        if (opt_filter_add_var(&o->filter, c.syms, c.meta->binary_path, o->vars[i]))
-            goto out;
     if (o->from_races && opt_races_load(&c))
         goto out;
-    optimizer_options mo = optimizer_options_default();
-    mo.include_reads = o->reads;
-    c.m = opt_model_load(c.t, &o->filter, &mo, err, sizeof err);
-    if (!c.m) {
-        weft_error("%s", err);
+    if (build_model(&c))
         goto out;
-    }
-    if (optimizer_plan_init(&c.plan, c.meta) != 0) {
-        weft_error("out of memory");
-        goto out;
-    }
-    size_t dim = optimizer_model_dim(c.m);
     if (!o->quiet)
-        describe_model(&c);
-    if (!dim) {
+        print_model(&c);
+    if (!optimizer_model_dim(c.m)) {
         printf("weft: no address is written by one thread and accessed by another: nothing to "
                "align\n");
         if (o->stats) {
@@ -192,15 +221,8 @@ int optimizer_run(optimize_opts *o)
         goto out;
     }
     rc = o->exact ? run_exact(&c) : opt_run_search(&c);
-    if (c.have_plan && o->out) {
-        if (optimizer_plan_write(&c.plan, o->out, err, sizeof err) != 0) {
-            weft_error("%s", err);
-            rc = WEFT_EXIT_FAIL;
-        } else {
-            printf("weft: wrote %s (%zu injection%s)\n", o->out, c.plan.ninjections,
-                   c.plan.ninjections == 1 ? "" : "s");
-        }
-    }
+    if (c.have_plan && o->out && write_plan(&c))
+        rc = WEFT_EXIT_FAIL;
 out:
     if (c.m)
         optimizer_model_free(c.m);

@@ -102,11 +102,21 @@ static int hit_usable(optimize_ctx *c, const search_result *r)
     return usable;
 }
 
+/* What the runs add up to. */
+typedef struct search_stats {
+    uint64_t hits;
+    uint64_t first_hit, first_usable; /* run index, UINT64_MAX if none */
+    double *ev;                       /* evaluations to the hit, of each run that hit */
+    double lo, hi;                    /* 95% interval of the hit rate */
+    double q[3];                      /* quartiles of ev */
+    double wall;
+} search_stats;
+
 static int write_stats(optimize_ctx *c, const search_config *cfg, const search_result *res,
-                       uint64_t runs, uint64_t hits, double lo, double hi, const double q[3],
-                       double wall)
+                       const search_stats *st)
 {
     optimize_opts *o = c->o;
+    uint64_t runs = o->runs;
     json_t *evals = json_array(), *secs = json_array(), *best = json_array();
     json_t *tmax = json_array(), *worse = json_array(), *taken = json_array();
     for (uint64_t i = 0; i < runs; i++) {
@@ -131,9 +141,9 @@ static int write_stats(optimize_ctx *c, const search_config *cfg, const search_r
         "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:[f,f], s:o, s:o, s:o, s:f}", "trace",
         o->trace, "algorithm", search_algorithm_name(cfg->algorithm), "dmax", (json_int_t)cfg->dmax,
         "budget", (json_int_t)cfg->budget, "seed0", (json_int_t)o->seed, "runs", (json_int_t)runs,
-        "hits", (json_int_t)hits, "dim", (json_int_t)optimizer_model_dim(c->m), "wall_seconds",
-        wall, "ci95", lo, hi, "evals_to_hit", evals, "seconds", secs, "best_fitness", best,
-        "exact_seconds", t_exact);
+        "hits", (json_int_t)st->hits, "dim", (json_int_t)optimizer_model_dim(c->m), "wall_seconds",
+        st->wall, "ci95", st->lo, st->hi, "evals_to_hit", evals, "seconds", secs, "best_fitness",
+        best, "exact_seconds", t_exact);
     if (!j) {
         weft_error("%s: cannot build the statistics", o->stats);
         return -1;
@@ -157,8 +167,8 @@ static int write_stats(optimize_ctx *c, const search_config *cfg, const search_r
                         have_cand ? json_integer((json_int_t)ncand) : json_null());
     json_object_set_new(j, "exact_candidates_within_dmax",
                         have_cand ? json_integer((json_int_t)within) : json_null());
-    if (hits)
-        json_object_set_new(j, "quartiles", json_pack("[f,f,f]", q[0], q[1], q[2]));
+    if (st->hits)
+        json_object_set_new(j, "quartiles", json_pack("[f,f,f]", st->q[0], st->q[1], st->q[2]));
     else
         json_object_set_new(j, "quartiles", json_null());
     char tmp[PATH_MAX + 32];
@@ -207,96 +217,125 @@ static void print_search_header(const optimize_opts *o, const search_config *cfg
     fflush(stdout);
 }
 
-int opt_run_search(optimize_ctx *c)
+/* The line of a single run (without --runs). */
+static void print_run(const optimize_opts *o, uint64_t seed, const search_result *r)
+{
+    printf("weft: seed %" PRIu64 ": %s after %" PRIu64 " evaluations (%.3f s, %" PRIu64
+           " restarts, best fitness %.6g",
+           seed, r->hit ? "first alignment" : "no alignment",
+           r->hit ? r->evals_to_hit : r->evaluations, r->seconds, r->restarts, r->best_fitness);
+    if (o->algo == SEARCH_SA)
+        printf("; T_max %.3g, %" PRIu64 " of %" PRIu64 " worse moves accepted", r->sa_tmax,
+               r->moves_worse_accepted, r->moves_worse);
+    printf(")\n");
+}
+
+/* Runs the search with seeds o->seed.. into res, counting the hits in st,
+ * with a progress line on stderr for long --runs. */
+static int run_searches(optimize_ctx *c, search_config *cfg, search_result *res, search_stats *st)
 {
     optimize_opts *o = c->o;
-    search_config cfg = search_config_for(o);
     search_problem prob = optimizer_search_problem(c->m);
-    search_result *res = calloc(o->runs, sizeof *res);
-    double *ev = calloc(o->runs, sizeof *ev);
-    if (!res || !ev) {
-        weft_error("out of memory");
-        free(res), free(ev);
-        return WEFT_EXIT_FAIL;
-    }
-    print_search_header(o, &cfg);
     int tty = isatty(2);
     double t0 = weft_now_s(), last = t0;
-    uint64_t hits = 0, first_hit = UINT64_MAX, first_usable = UINT64_MAX;
     char err[512];
     for (uint64_t i = 0; i < o->runs; i++) {
-        cfg.seed = o->seed + i;
-        if (search_run(&prob, &cfg, &res[i], err, sizeof err) != 0) {
+        cfg->seed = o->seed + i;
+        if (search_run(&prob, cfg, &res[i], err, sizeof err) != 0) {
             weft_error("%s: %s", o->trace, err);
             for (uint64_t k = 0; k < i; k++)
                 search_result_free(&res[k]);
-            free(res), free(ev);
-            return WEFT_EXIT_FAIL;
+            return -1;
         }
         if (res[i].hit) {
-            ev[hits++] = (double)res[i].evals_to_hit;
-            if (first_hit == UINT64_MAX)
-                first_hit = i;
-            if (first_usable == UINT64_MAX && hit_usable(c, &res[i]))
-                first_usable = i;
+            st->ev[st->hits++] = (double)res[i].evals_to_hit;
+            if (st->first_hit == UINT64_MAX)
+                st->first_hit = i;
+            if (st->first_usable == UINT64_MAX && hit_usable(c, &res[i]))
+                st->first_usable = i;
         }
         double now = weft_now_s();
         if (o->runs > 1 && now - last > (tty ? 0.5 : 10.0)) {
             fprintf(stderr, "%sweft: run %" PRIu64 "/%" PRIu64 ", %" PRIu64 " hits, %.1f s%s",
-                    tty ? "\r" : "", i + 1, o->runs, hits, now - t0, tty ? "" : "\n");
+                    tty ? "\r" : "", i + 1, o->runs, st->hits, now - t0, tty ? "" : "\n");
             last = now;
         }
-        if (o->runs == 1 && !o->quiet) {
-            printf("weft: seed %" PRIu64 ": %s after %" PRIu64 " evaluations (%.3f s, %" PRIu64
-                   " restarts, best fitness %.6g",
-                   cfg.seed, res[i].hit ? "first alignment" : "no alignment",
-                   res[i].hit ? res[i].evals_to_hit : res[i].evaluations, res[i].seconds,
-                   res[i].restarts, res[i].best_fitness);
-            if (o->algo == SEARCH_SA)
-                printf("; T_max %.3g, %" PRIu64 " of %" PRIu64 " worse moves accepted",
-                       res[i].sa_tmax, res[i].moves_worse_accepted, res[i].moves_worse);
-            printf(")\n");
-        }
+        if (o->runs == 1 && !o->quiet)
+            print_run(o, cfg->seed, &res[i]);
     }
     if (tty && o->runs > 1 && weft_now_s() - t0 > 0.5)
         fprintf(stderr, "\n");
-    double wall = weft_now_s() - t0, lo = 0, hi = 1, q[3] = {0, 0, 0};
-    search_clopper_pearson(hits, o->runs, 0.95, &lo, &hi);
-    if (hits)
-        search_quartiles(ev, hits, &q[0], &q[1], &q[2]);
+    st->wall = weft_now_s() - t0;
+    return 0;
+}
+
+/* The hit rate with its interval and the evaluations to a hit (--runs). */
+static void print_stats(const optimize_opts *o, search_stats *st)
+{
+    search_clopper_pearson(st->hits, o->runs, 0.95, &st->lo, &st->hi);
+    if (st->hits)
+        search_quartiles(st->ev, st->hits, &st->q[0], &st->q[1], &st->q[2]);
     if (o->runs > 1)
         printf("weft: %" PRIu64 "/%" PRIu64 " runs found an alignment (95%% CI %.1f%%..%.1f%%)",
-               hits, o->runs, 100 * lo, 100 * hi);
-    if (hits && o->runs > 1) {
+               st->hits, o->runs, 100 * st->lo, 100 * st->hi);
+    if (st->hits && o->runs > 1) {
+        const double *ev = st->ev;
         double mn = ev[0], mx = ev[0];
-        for (uint64_t k = 1; k < hits; k++)
+        for (uint64_t k = 1; k < st->hits; k++)
             mn = ev[k] < mn ? ev[k] : mn, mx = ev[k] > mx ? ev[k] : mx;
         printf("; evaluations to the first alignment: median %.0f, quartiles %.0f..%.0f, "
                "min %.0f, max %.0f",
-               q[1], q[0], q[2], mn, mx);
+               st->q[1], st->q[0], st->q[2], mn, mx);
     }
     if (o->runs > 1)
-        printf("; %.3f s wall\n", wall);
-    int rc = WEFT_EXIT_OK;
-    if (o->stats && write_stats(c, &cfg, res, o->runs, hits, lo, hi, q, wall) != 0)
-        rc = WEFT_EXIT_FAIL;
-    if (first_usable != UINT64_MAX)
-        first_hit = first_usable;
-    if (first_hit != UINT64_MAX) {
-        const search_result *r = &res[first_hit];
-        optimizer_plan_set_search(&c->plan, search_algorithm_name(o->algo), o->seed + first_hit,
-                                  o->dmax, r->evals_to_hit);
-        if (o->runs > 1)
-            printf("weft: plan from the first run whose hit has an alignment that thread "
-                   "creation does not order: seed %" PRIu64 "\n",
-                   o->seed + first_hit);
-        if (export_hit(c, r) != 0)
-            rc = WEFT_EXIT_FAIL;
-    } else if (!o->stats) {
-        rc = WEFT_EXIT_FAIL;
+        printf("; %.3f s wall\n", st->wall);
+}
+
+/* The plan from the first run whose hit thread creation does not order (or
+ * else the first hit). Returns the exit status. */
+static int plan_from_hit(optimize_ctx *c, const search_result *res, const search_stats *st)
+{
+    optimize_opts *o = c->o;
+    uint64_t first = st->first_usable != UINT64_MAX ? st->first_usable : st->first_hit;
+    if (first == UINT64_MAX)
+        return o->stats ? WEFT_EXIT_OK : WEFT_EXIT_FAIL;
+    const search_result *r = &res[first];
+    optimizer_plan_set_search(&c->plan, search_algorithm_name(o->algo), o->seed + first, o->dmax,
+                              r->evals_to_hit);
+    if (o->runs > 1)
+        printf("weft: plan from the first run whose hit has an alignment that thread "
+               "creation does not order: seed %" PRIu64 "\n",
+               o->seed + first);
+    return export_hit(c, r) != 0 ? WEFT_EXIT_FAIL : WEFT_EXIT_OK;
+}
+
+int opt_run_search(optimize_ctx *c)
+{
+    optimize_opts *o = c->o;
+    search_config cfg = search_config_for(o);
+    search_result *res = calloc(o->runs, sizeof *res);
+    search_stats st = {.first_hit = UINT64_MAX,
+                       .first_usable = UINT64_MAX,
+                       .ev = calloc(o->runs, sizeof *st.ev),
+                       .hi = 1};
+    if (!res || !st.ev) {
+        weft_error("out of memory");
+        free(res), free(st.ev);
+        return WEFT_EXIT_FAIL;
     }
+    print_search_header(o, &cfg);
+    if (run_searches(c, &cfg, res, &st)) {
+        free(res), free(st.ev);
+        return WEFT_EXIT_FAIL;
+    }
+    print_stats(o, &st);
+    int rc = WEFT_EXIT_OK;
+    if (o->stats && write_stats(c, &cfg, res, &st) != 0)
+        rc = WEFT_EXIT_FAIL;
+    if (plan_from_hit(c, res, &st) != WEFT_EXIT_OK)
+        rc = WEFT_EXIT_FAIL;
     for (uint64_t i = 0; i < o->runs; i++)
         search_result_free(&res[i]);
-    free(res), free(ev);
+    free(res), free(st.ev);
     return rc;
 }

@@ -75,6 +75,84 @@ int replay_campaign_write(const replay_config *c, const replay_shard *sh)
     return rc;
 }
 
+/* The first option campaign.json (o) was run with that differs from c's, in
+ * what, or "" if none does. */
+static void first_difference(const replay_config *c, json_t *o, char *what, size_t len)
+{
+    const char *policy = json_string_value(json_object_get(o, "policy"));
+    const char *points = json_string_value(json_object_get(o, "points"));
+    uint64_t depth = (uint64_t)json_integer_value(json_object_get(o, "depth"));
+    uint64_t radius = (uint64_t)json_integer_value(json_object_get(o, "radius"));
+    uint64_t k = (uint64_t)json_integer_value(json_object_get(o, "k"));
+    uint64_t n = (uint64_t)json_integer_value(json_object_get(o, "n"));
+    json_t *argv = json_object_get(o, "argv");
+    what[0] = 0;
+    if (!policy || strcmp(policy, pct_kind_name(c->kind)))
+        snprintf(what, len, "--sched %s", policy ? policy : "?");
+    else if (depth != c->depth)
+        snprintf(what, len, "--depth %" PRIu64, depth);
+    else if (c->kind == PCT_KIND_RPRO && c->radius_given && radius != c->radius)
+        snprintf(what, len, "--radius %" PRIu64, radius);
+    else if (!points || strcmp(points, replay_points_name(c->points)))
+        snprintf(what, len, "--points %s", points ? points : "?");
+    else if ((c->k_given && k != c->k) || (c->n_given && n != c->n))
+        snprintf(what, len, "--steps %" PRIu64 " --threads %" PRIu64, k, n);
+    else if (json_number_value(json_object_get(o, "starvation")) != c->starvation)
+        snprintf(what, len, "--starvation %g", json_number_value(json_object_get(o, "starvation")));
+    else if (json_integer_value(json_object_get(o, "expect_exit")) != c->expect_exit)
+        snprintf(what, len, "--expect-exit %" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(o, "expect_exit")));
+    else if (json_array_size(argv) != (size_t)c->run.argc)
+        snprintf(what, len, "another program or arguments");
+    for (int i = 0; !what[0] && i < c->run.argc; i++) {
+        const char *a = json_string_value(json_array_get(argv, (size_t)i));
+        if (!a || strcmp(a, c->run.argv[i]))
+            snprintf(what, len, "another program or arguments");
+    }
+}
+
+/* The campaign's points file, when the points are to come from it: it
+ * must still be there. */
+static int take_points_file(replay_config *c, json_t *o)
+{
+    if (!(c->points == POINTS_SHARED || (c->points == POINTS_VISIBLE && !c->pcs_path[0])))
+        return 0;
+    snprintf(c->pcs_path, sizeof c->pcs_path, "%s",
+             json_string_value(json_object_get(o, "pcs_file")));
+    c->npcs = (uint64_t)json_integer_value(json_object_get(o, "pcs_count"));
+    if (access(c->pcs_path, R_OK) != 0) {
+        weft_error("--resume: %s: %s", c->pcs_path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* A shard resumes as the same shard; stored is campaign.json's shard (all
+ * 0 if it was not one). */
+static int resume_shard(replay_config *c, replay_shard *sh, const replay_shard *stored)
+{
+    if (sh->index && (stored->index != sh->index || stored->count != sh->count)) {
+        if (stored->index)
+            weft_error("--resume: the campaign in %s is shard %" PRIu64 "/%" PRIu64 ", not %" PRIu64
+                       "/%" PRIu64,
+                       c->out_dir, stored->index, stored->count, sh->index, sh->count);
+        else
+            weft_error("--resume: the campaign in %s is not a shard: resume it without --shard",
+                       c->out_dir);
+        return -1;
+    }
+    if (sh->index) {
+        /* The shard's range is cut again from the whole campaign's. */
+        if (!c->runs_given)
+            c->runs = stored->runs;
+        if (!c->first_given)
+            c->first_seed = stored->first_seed;
+    } else {
+        *sh = *stored; /* resumed without --shard: still that shard */
+    }
+    return 0;
+}
+
 /* --resume: take k, n, points and the seed range from campaign.json unless
  * given, and refuse a different configuration. */
 int replay_campaign_load(replay_config *c, replay_shard *sh)
@@ -87,37 +165,8 @@ int replay_campaign_load(replay_config *c, replay_shard *sh)
         weft_error("--resume: %s: %s (no campaign to continue)", path, je.text);
         return -1;
     }
-    const char *policy = json_string_value(json_object_get(o, "policy"));
-    const char *points = json_string_value(json_object_get(o, "points"));
-    uint64_t depth = (uint64_t)json_integer_value(json_object_get(o, "depth"));
-    uint64_t radius = (uint64_t)json_integer_value(json_object_get(o, "radius"));
-    uint64_t k = (uint64_t)json_integer_value(json_object_get(o, "k"));
-    uint64_t n = (uint64_t)json_integer_value(json_object_get(o, "n"));
-    json_t *argv = json_object_get(o, "argv");
-    char what[128] = "";
-    if (!policy || strcmp(policy, pct_kind_name(c->kind)))
-        snprintf(what, sizeof what, "--sched %s", policy ? policy : "?");
-    else if (depth != c->depth)
-        snprintf(what, sizeof what, "--depth %" PRIu64, depth);
-    else if (c->kind == PCT_KIND_RPRO && c->radius_given && radius != c->radius)
-        snprintf(what, sizeof what, "--radius %" PRIu64, radius);
-    else if (!points || strcmp(points, replay_points_name(c->points)))
-        snprintf(what, sizeof what, "--points %s", points ? points : "?");
-    else if ((c->k_given && k != c->k) || (c->n_given && n != c->n))
-        snprintf(what, sizeof what, "--steps %" PRIu64 " --threads %" PRIu64, k, n);
-    else if (json_number_value(json_object_get(o, "starvation")) != c->starvation)
-        snprintf(what, sizeof what, "--starvation %g",
-                 json_number_value(json_object_get(o, "starvation")));
-    else if (json_integer_value(json_object_get(o, "expect_exit")) != c->expect_exit)
-        snprintf(what, sizeof what, "--expect-exit %" JSON_INTEGER_FORMAT,
-                 json_integer_value(json_object_get(o, "expect_exit")));
-    else if (json_array_size(argv) != (size_t)c->run.argc)
-        snprintf(what, sizeof what, "another program or arguments");
-    for (int i = 0; !what[0] && i < c->run.argc; i++) {
-        const char *a = json_string_value(json_array_get(argv, (size_t)i));
-        if (!a || strcmp(a, c->run.argv[i]))
-            snprintf(what, sizeof what, "another program or arguments");
-    }
+    char what[128];
+    first_difference(c, o, what, sizeof what);
     if (what[0]) {
         weft_error("--resume: the campaign in %s was run with %s: resume it with the same "
                    "options",
@@ -125,18 +174,12 @@ int replay_campaign_load(replay_config *c, replay_shard *sh)
         json_decref(o);
         return -1;
     }
-    c->k = k;
-    c->n = n;
-    c->radius = radius;
-    if (c->points == POINTS_SHARED || (c->points == POINTS_VISIBLE && !c->pcs_path[0])) {
-        snprintf(c->pcs_path, sizeof c->pcs_path, "%s",
-                 json_string_value(json_object_get(o, "pcs_file")));
-        c->npcs = (uint64_t)json_integer_value(json_object_get(o, "pcs_count"));
-        if (access(c->pcs_path, R_OK) != 0) {
-            weft_error("--resume: %s: %s", c->pcs_path, strerror(errno));
-            json_decref(o);
-            return -1;
-        }
+    c->k = (uint64_t)json_integer_value(json_object_get(o, "k"));
+    c->n = (uint64_t)json_integer_value(json_object_get(o, "n"));
+    c->radius = (uint64_t)json_integer_value(json_object_get(o, "radius"));
+    if (take_points_file(c, o)) {
+        json_decref(o);
+        return -1;
     }
     if (!c->runs_given)
         c->runs = (uint64_t)json_integer_value(json_object_get(o, "runs"));
@@ -150,26 +193,7 @@ int replay_campaign_load(replay_config *c, replay_shard *sh)
                                 (uint64_t)json_integer_value(json_object_get(js, "first_seed")),
                                 (uint64_t)json_integer_value(json_object_get(js, "runs"))};
     json_decref(o);
-    if (sh->index && (stored.index != sh->index || stored.count != sh->count)) {
-        if (stored.index)
-            weft_error("--resume: the campaign in %s is shard %" PRIu64 "/%" PRIu64 ", not %" PRIu64
-                       "/%" PRIu64,
-                       c->out_dir, stored.index, stored.count, sh->index, sh->count);
-        else
-            weft_error("--resume: the campaign in %s is not a shard: resume it without --shard",
-                       c->out_dir);
-        return -1;
-    }
-    if (sh->index) {
-        /* The shard's range is cut again from the whole campaign's. */
-        if (!c->runs_given)
-            c->runs = stored.runs;
-        if (!c->first_given)
-            c->first_seed = stored.first_seed;
-    } else {
-        *sh = stored; /* resumed without --shard: still that shard */
-    }
-    return 0;
+    return resume_shard(c, sh, &stored);
 }
 
 /* The line that says what the campaign is about to do. */

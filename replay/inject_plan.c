@@ -218,6 +218,82 @@ static int run_uninjected(inject_ctx *c)
     return 0;
 }
 
+/* Prints the tracer's state of each injection (only those not applied when
+ * quiet) and returns them as JSON. */
+static json_t *injections_json(const inject_ctx *c, json_t *report, const inj_index *ix)
+{
+    json_t *ji = json_array();
+    for (size_t i = 0; i < c->plan.ninjections; i++) {
+        const optimizer_injection *in = &c->plan.injections[i];
+        uint64_t seen = 0;
+        const char *why;
+        const char *st = inj_state(report, in, &seen, &why);
+        const weft_event *e = inj_index_get(ix, in->thread, in->seq);
+        /* Only with a plan pc of 0, which the tracer does not check. */
+        if (!strcmp(st, "applied") && in->pc && (!e || e->pc != in->pc))
+            st = "applied elsewhere";
+        if (!strcmp(st, "applied elsewhere"))
+            why = "the event at that number has another pc: the thread took another path";
+        if (!c->o->quiet || strcmp(st, "applied"))
+            printf("  injection %zu: %" PRIu64 " ns before T%" PRIu32 " seq %" PRIu64
+                   " (pc 0x%" PRIx64 "): %s%s%s%s\n",
+                   i + 1, c->delay[i], in->thread, in->seq, in->pc, st, why ? " (" : "",
+                   why ? why : "", why ? ")" : "");
+        json_array_append_new(ji, json_pack("{s:I, s:I, s:I, s:s, s:s?}", "thread",
+                                            (json_int_t)in->thread, "seq", (json_int_t)in->seq,
+                                            "delay_ns", (json_int_t)c->delay[i], "state", st, "why",
+                                            why));
+    }
+    return ji;
+}
+
+/* The line of alignment j (counted from 0) as measured. */
+static void print_alignment(size_t j, const optimizer_predicted *pr, const alignment *al)
+{
+    if (!al->found)
+        printf("  alignment %zu (T%" PRIu32 " seq %" PRIu64 ", T%" PRIu32 " seq %" PRIu64
+               "): not measured: %s\n",
+               j + 1, pr->thread_a, pr->seq_a, pr->thread_b, pr->seq_b, al->why);
+    else if (pr->nudge)
+        printf("  alignment %zu at 0x%" PRIx64 ": T%" PRIu32 " seq %" PRIu64 " at %" PRIu64
+               " ns, T%" PRIu32 " seq %" PRIu64 " at %" PRIu64 " ns (predicted %" PRIu64
+               " and %" PRIu64 "): %s",
+               j + 1, pr->address, pr->thread_a, pr->seq_a, al->at_a, pr->thread_b, pr->seq_b,
+               al->at_b, pr->time + pr->nudge, pr->time,
+               al->collided ? "ordered as planned" : "missed by ");
+    else
+        printf("  alignment %zu at 0x%" PRIx64 ": T%" PRIu32 " seq %" PRIu64 " at %" PRIu64
+               " ns, T%" PRIu32 " seq %" PRIu64 " at %" PRIu64 " ns (predicted %" PRIu64
+               " for both): %s",
+               j + 1, pr->address, pr->thread_a, pr->seq_a, al->at_a, pr->thread_b, pr->seq_b,
+               al->at_b, pr->time, al->collided ? "collided" : "missed by ");
+    if (al->found && !al->collided)
+        printf("%+" PRId64 " ns", (int64_t)(al->at_b + pr->nudge - al->at_a));
+    if (al->found)
+        printf("\n");
+}
+
+static json_t *alignment_json(const optimizer_predicted *pr, const alignment *al)
+{
+    json_t *x = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "thread_a",
+                          (json_int_t)pr->thread_a, "seq_a", (json_int_t)pr->seq_a, "thread_b",
+                          (json_int_t)pr->thread_b, "seq_b", (json_int_t)pr->seq_b, "address",
+                          (json_int_t)pr->address, "predicted", (json_int_t)pr->time,
+                          "uninjected_a", (json_int_t)al->untimed_a, "uninjected_b",
+                          (json_int_t)al->untimed_b, "collided", al->found && al->at_a == al->at_b);
+    if (pr->nudge) { /* achieved here means: in the planned order, nudge apart */
+        json_object_set_new(x, "nudge_ns", json_integer((json_int_t)pr->nudge));
+        json_object_set_new(x, "ordered", json_boolean(al->collided));
+    }
+    if (al->found) {
+        json_object_set_new(x, "achieved_a", json_integer((json_int_t)al->at_a));
+        json_object_set_new(x, "achieved_b", json_integer((json_int_t)al->at_b));
+    } else {
+        json_object_set_new(x, "why", json_string(al->why));
+    }
+    return x;
+}
+
 /* One injected run with the current delays. Returns achieved alignments, or
  * -1 on error. */
 static int run_injected(inject_ctx *c, int k, inj_verdict *v, json_t **rep_out)
@@ -248,72 +324,15 @@ static int run_injected(inject_ctx *c, int k, inj_verdict *v, json_t **rep_out)
     inj_verdict_describe(v, desc, sizeof desc);
     printf("weft: injected run %d: %s; %zu aligned write pair%s\n", k + 1, desc, ix.aligned,
            ix.aligned == 1 ? "" : "s");
-    json_t *jr = json_object(), *ji = json_array(), *ja = json_array();
-    for (size_t i = 0; i < c->plan.ninjections; i++) {
-        const optimizer_injection *in = &c->plan.injections[i];
-        uint64_t seen = 0;
-        const char *why;
-        const char *st = inj_state(report, in, &seen, &why);
-        const weft_event *e = inj_index_get(&ix, in->thread, in->seq);
-        /* Only with a plan pc of 0, which the tracer does not check. */
-        if (!strcmp(st, "applied") && in->pc && (!e || e->pc != in->pc))
-            st = "applied elsewhere";
-        if (!strcmp(st, "applied elsewhere"))
-            why = "the event at that number has another pc: the thread took another path";
-        if (!c->o->quiet || strcmp(st, "applied"))
-            printf("  injection %zu: %" PRIu64 " ns before T%" PRIu32 " seq %" PRIu64
-                   " (pc 0x%" PRIx64 "): %s%s%s%s\n",
-                   i + 1, c->delay[i], in->thread, in->seq, in->pc, st, why ? " (" : "",
-                   why ? why : "", why ? ")" : "");
-        json_array_append_new(ji, json_pack("{s:I, s:I, s:I, s:s, s:s?}", "thread",
-                                            (json_int_t)in->thread, "seq", (json_int_t)in->seq,
-                                            "delay_ns", (json_int_t)c->delay[i], "state", st, "why",
-                                            why));
-    }
+    json_t *jr = json_object(), *ji = injections_json(c, report, &ix), *ja = json_array();
     int achieved = 0;
     for (size_t j = 0; j < c->nal; j++) {
         alignment *al = &c->al[j];
         const optimizer_predicted *pr = &c->plan.injections[al->inj].predicted;
         measure(&c->plan, &ix, al);
         achieved += al->collided;
-        if (!al->found)
-            printf("  alignment %zu (T%" PRIu32 " seq %" PRIu64 ", T%" PRIu32 " seq %" PRIu64
-                   "): not measured: %s\n",
-                   j + 1, pr->thread_a, pr->seq_a, pr->thread_b, pr->seq_b, al->why);
-        else if (pr->nudge)
-            printf("  alignment %zu at 0x%" PRIx64 ": T%" PRIu32 " seq %" PRIu64 " at %" PRIu64
-                   " ns, T%" PRIu32 " seq %" PRIu64 " at %" PRIu64 " ns (predicted %" PRIu64
-                   " and %" PRIu64 "): %s",
-                   j + 1, pr->address, pr->thread_a, pr->seq_a, al->at_a, pr->thread_b, pr->seq_b,
-                   al->at_b, pr->time + pr->nudge, pr->time,
-                   al->collided ? "ordered as planned" : "missed by ");
-        else
-            printf("  alignment %zu at 0x%" PRIx64 ": T%" PRIu32 " seq %" PRIu64 " at %" PRIu64
-                   " ns, T%" PRIu32 " seq %" PRIu64 " at %" PRIu64 " ns (predicted %" PRIu64
-                   " for both): %s",
-                   j + 1, pr->address, pr->thread_a, pr->seq_a, al->at_a, pr->thread_b, pr->seq_b,
-                   al->at_b, pr->time, al->collided ? "collided" : "missed by ");
-        if (al->found && !al->collided)
-            printf("%+" PRId64 " ns", (int64_t)(al->at_b + pr->nudge - al->at_a));
-        if (al->found)
-            printf("\n");
-        json_t *x = json_pack(
-            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "thread_a", (json_int_t)pr->thread_a,
-            "seq_a", (json_int_t)pr->seq_a, "thread_b", (json_int_t)pr->thread_b, "seq_b",
-            (json_int_t)pr->seq_b, "address", (json_int_t)pr->address, "predicted",
-            (json_int_t)pr->time, "uninjected_a", (json_int_t)al->untimed_a, "uninjected_b",
-            (json_int_t)al->untimed_b, "collided", al->found && al->at_a == al->at_b);
-        if (pr->nudge) { /* achieved here means: in the planned order, nudge apart */
-            json_object_set_new(x, "nudge_ns", json_integer((json_int_t)pr->nudge));
-            json_object_set_new(x, "ordered", json_boolean(al->collided));
-        }
-        if (al->found) {
-            json_object_set_new(x, "achieved_a", json_integer((json_int_t)al->at_a));
-            json_object_set_new(x, "achieved_b", json_integer((json_int_t)al->at_b));
-        } else {
-            json_object_set_new(x, "why", json_string(al->why));
-        }
-        json_array_append_new(ja, x);
+        print_alignment(j, pr, al);
+        json_array_append_new(ja, alignment_json(pr, al));
     }
     json_object_set_new(jr, "verdict", verdict_json(v));
     json_object_set_new(jr, "aligned_pairs", json_integer((json_int_t)ix.aligned));
@@ -413,6 +432,109 @@ static int inject_main(inject_ctx *c)
     return (size_t)achieved == c->nal ? 0 : 1;
 }
 
+/* The program to run: the one given, else the plan's with its arguments. */
+static void choose_program(inject_ctx *c)
+{
+    const replay_inject_opts *o = c->o;
+    if (o->argc > 0) {
+        c->run.binary = o->argv[0];
+        c->run.argv = o->argv;
+        c->run.argc = o->argc;
+    } else if (c->plan.argc > 0) {
+        c->run.binary = c->plan.program;
+        c->run.argv = c->plan.argv;
+        c->run.argc = (int)c->plan.argc;
+    } else {
+        c->run.binary = c->plan.program;
+        c->run.argv = &c->plan.program;
+        c->run.argc = 1;
+    }
+    c->run.sysroot = o->sysroot;
+    c->run.timeout_s = (unsigned)o->timeout;
+}
+
+/* The program must be the one the plan was made for: same build-id. */
+static int check_build_id(const inject_ctx *c)
+{
+    char err[1024];
+    uint8_t id[64];
+    int idlen = weft_elf_build_id(c->run.binary, id, sizeof id);
+    if (idlen < 0) {
+        weft_error("%s: cannot read its build-id", c->run.binary);
+        return -1;
+    }
+    if (optimizer_plan_check_build_id(&c->plan, c->o->plan_path, id, (size_t)idlen, err,
+                                      sizeof err) != 0) {
+        /* The parser's line names the plan's own program as the holder of
+         * the other build-id; name the program given here instead. */
+        char hex[2 * sizeof id + 1] = "";
+        for (int i = 0; i < idlen; i++)
+            snprintf(hex + 2 * i, 3, "%02x", id[i]);
+        weft_error("%s: program.build_id: plan is for build-id \"%s\" but %s has \"%s\"",
+                   c->o->plan_path, c->plan.build_id ? c->plan.build_id : "", c->run.binary, hex);
+        return -1;
+    }
+    return 0;
+}
+
+/* Everything refused before any run: a missing program, an unwritable
+ * report (rather than after every run has been made), another build. */
+static int check_before_running(const inject_ctx *c)
+{
+    const replay_inject_opts *o = c->o;
+    if (guest_check_binary(c->run.binary, c->run.sysroot))
+        return -1;
+    if (o->report) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", o->report);
+        if (access(dirname(dir), W_OK) != 0) {
+            weft_error("%s: cannot write there: %s", o->report, strerror(errno));
+            return -1;
+        }
+    }
+    if (check_build_id(c))
+        return -1;
+    int same_args = (uint32_t)c->run.argc == c->plan.argc;
+    for (int i = 0; same_args && i < c->run.argc; i++)
+        same_args = !strcmp(c->run.argv[i], c->plan.argv[i]);
+    if (!same_args)
+        printf("weft: note: program path or arguments differ from the traced run's (the\n"
+               "weft: note: startup code reads them): the plan's event numbers may not match\n");
+    return 0;
+}
+
+/* The delays start as planned; an alignment for each injection that
+ * predicts one. */
+static int start_delays(inject_ctx *c)
+{
+    c->al = calloc(c->plan.ninjections + 1, sizeof *c->al);
+    c->delay = calloc(c->plan.ninjections + 1, sizeof *c->delay);
+    c->json = json_pack("{s:s, s:s}", "plan", c->o->plan_path, "program", c->run.binary);
+    if (!c->al || !c->delay || !c->json) {
+        weft_error("out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < c->plan.ninjections; i++) {
+        c->delay[i] = c->plan.injections[i].delay_ns;
+        if (c->plan.injections[i].has_predicted)
+            c->al[c->nal++].inj = i;
+    }
+    return 0;
+}
+
+static int write_report(const inject_ctx *c)
+{
+    const char *path = c->o->report;
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    if (json_dump_file(c->json, tmp, JSON_INDENT(1)) != 0 || rename(tmp, path) != 0) {
+        weft_error("%s: cannot write: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
 int replay_inject(const replay_inject_opts *o)
 {
     inject_ctx c = {.o = o};
@@ -428,68 +550,8 @@ int replay_inject(const replay_inject_opts *o)
         return WEFT_EXIT_FAIL;
     }
     int rc = WEFT_EXIT_FAIL;
-    if (o->argc > 0) {
-        c.run.binary = o->argv[0];
-        c.run.argv = o->argv;
-        c.run.argc = o->argc;
-    } else if (c.plan.argc > 0) {
-        c.run.binary = c.plan.program;
-        c.run.argv = c.plan.argv;
-        c.run.argc = (int)c.plan.argc;
-    } else {
-        c.run.binary = c.plan.program;
-        c.run.argv = &c.plan.program;
-        c.run.argc = 1;
-    }
-    c.run.sysroot = o->sysroot;
-    c.run.timeout_s = (unsigned)o->timeout;
-    if (guest_check_binary(c.run.binary, c.run.sysroot))
-        goto out;
-    if (o->report) {
-        /* Refused now rather than after every run has been made. */
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", o->report);
-        if (access(dirname(dir), W_OK) != 0) {
-            weft_error("%s: cannot write there: %s", o->report, strerror(errno));
-            goto out;
-        }
-    }
-    uint8_t id[64];
-    int idlen = weft_elf_build_id(c.run.binary, id, sizeof id);
-    if (idlen < 0) {
-        weft_error("%s: cannot read its build-id", c.run.binary);
-        goto out;
-    }
-    if (optimizer_plan_check_build_id(&c.plan, o->plan_path, id, (size_t)idlen, err, sizeof err) !=
-        0) {
-        /* The parser's line names the plan's own program as the holder of
-         * the other build-id; name the program given here instead. */
-        char hex[2 * sizeof id + 1] = "";
-        for (int i = 0; i < idlen; i++)
-            snprintf(hex + 2 * i, 3, "%02x", id[i]);
-        weft_error("%s: program.build_id: plan is for build-id \"%s\" but %s has \"%s\"",
-                   o->plan_path, c.plan.build_id ? c.plan.build_id : "", c.run.binary, hex);
-        goto out;
-    }
-    int same_args = (uint32_t)c.run.argc == c.plan.argc;
-    for (int i = 0; same_args && i < c.run.argc; i++)
-        same_args = !strcmp(c.run.argv[i], c.plan.argv[i]);
-    if (!same_args)
-        printf("weft: note: program path or arguments differ from the traced run's (the\n"
-               "weft: note: startup code reads them): the plan's event numbers may not match\n");
-    c.al = calloc(c.plan.ninjections + 1, sizeof *c.al);
-    c.delay = calloc(c.plan.ninjections + 1, sizeof *c.delay);
-    c.json = json_pack("{s:s, s:s}", "plan", o->plan_path, "program", c.run.binary);
-    if (!c.al || !c.delay || !c.json) {
-        weft_error("out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < c.plan.ninjections; i++) {
-        c.delay[i] = c.plan.injections[i].delay_ns;
-        if (c.plan.injections[i].has_predicted)
-            c.al[c.nal++].inj = i;
-    }
-    if (make_dir(&c))
+    choose_program(&c);
+    if (check_before_running(&c) || start_delays(&c) || make_dir(&c))
         goto out;
     int r = inject_main(&c);
     if (r < 0) {
@@ -497,15 +559,8 @@ int replay_inject(const replay_inject_opts *o)
         goto out;
     }
     rc = r ? WEFT_EXIT_FAIL : WEFT_EXIT_OK;
-    if (o->report) {
-        char tmp[PATH_MAX + 32];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%d", o->report, (int)getpid());
-        if (json_dump_file(c.json, tmp, JSON_INDENT(1)) != 0 || rename(tmp, o->report) != 0) {
-            weft_error("%s: cannot write: %s", o->report, strerror(errno));
-            unlink(tmp);
-            rc = WEFT_EXIT_FAIL;
-        }
-    }
+    if (o->report && write_report(&c))
+        rc = WEFT_EXIT_FAIL;
 out:
     json_decref(c.json);
     free(c.al), free(c.delay);

@@ -285,6 +285,111 @@ static int write_merged_campaign(merge_dir *d, size_t n, const char *out, uint64
     return rc;
 }
 
+/* What the seed-sorted lines say about [lo, hi]: seeds in more than one line
+ * (the first DIR's line is kept) and seeds in none. */
+typedef struct merge_scan {
+    size_t dups, differ;
+    gap_list gaps;
+} merge_scan;
+
+/* Warns (the first few times) of duplicates that differ beyond wall time. */
+static void scan_lines(const merge_dir *d, const replay_line *lines, size_t n, uint64_t lo,
+                       uint64_t hi, merge_scan *sc)
+{
+    uint64_t next = lo;
+    size_t k = 0; /* the first line of the current seed: the one kept */
+    for (size_t i = 0; i < n; i++) {
+        if (i && lines[i].seed == lines[i - 1].seed) {
+            sc->dups++;
+            char *a = normalized(lines[k].text), *b = normalized(lines[i].text);
+            if (strcmp(a, b) && sc->differ++ < 5)
+                fprintf(stderr,
+                        "weft: merge: warning: seed %" PRIu64 " differs between %s and %s "
+                        "(beyond wall time): the replay was not deterministic; kept %s's\n",
+                        lines[i].seed, d[lines[k].tag].path, d[lines[i].tag].path,
+                        d[lines[k].tag].path);
+            free(a), free(b);
+            continue;
+        }
+        k = i;
+        uint64_t s = lines[i].seed;
+        if (s > next && next <= hi)
+            gap_add(&sc->gaps, next, s - 1 < hi ? s - 1 : hi);
+        if (s >= next)
+            next = s + 1;
+    }
+    if (next <= hi && next >= lo)
+        gap_add(&sc->gaps, next, hi);
+}
+
+/* A line on the duplicates and one on the gaps; -1 if the gaps stop the merge. */
+static int report_scan(const merge_scan *sc, uint64_t lo, uint64_t hi, int allow_gaps)
+{
+    if (sc->dups)
+        printf("weft: merge: %zu duplicate run%s (a seed found in more than one line): kept the "
+               "first of each%s\n",
+               sc->dups, sc->dups == 1 ? "" : "s",
+               sc->differ ? ", some differing: see the warnings" : "");
+    if (!sc->gaps.n)
+        return 0;
+    FILE *f = allow_gaps ? stdout : stderr;
+    fprintf(f, "weft: %s%" PRIu64 " seed%s of %" PRIu64 "..%" PRIu64 " not run: ",
+            allow_gaps ? "merge: note: " : "merge: ", sc->gaps.missing,
+            sc->gaps.missing == 1 ? "" : "s", lo, hi);
+    gap_print(f, &sc->gaps);
+    fprintf(f, "%s\n",
+            allow_gaps ? " (--allow-gaps)" : " (run them, e.g. with --resume, or --allow-gaps)");
+    return allow_gaps ? 0 : -1;
+}
+
+/* OUT/runs.jsonl (named in path) of the kept line of each seed, and the
+ * traces those lines name. */
+static int write_runs(const merge_dir *d, const replay_line *lines, size_t n, const char *out,
+                      char *path, size_t pathlen)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += strlen(lines[i].text);
+    char *all = malloc(total + 1), err[512];
+    size_t len = 0;
+    for (size_t i = 0; all && i < n; i++) {
+        if (i && lines[i].seed == lines[i - 1].seed)
+            continue;
+        size_t l = strlen(lines[i].text);
+        memcpy(all + len, lines[i].text, l);
+        len += l;
+        json_t *o = json_loads(lines[i].text, 0, NULL);
+        const char *trace = json_string_value(json_object_get(o, "trace"));
+        if (trace && *trace && trace[0] != '/' && !strstr(trace, ".."))
+            copy_trace(d[lines[i].tag].path, out, trace);
+        json_decref(o);
+    }
+    snprintf(path, pathlen, "%s/runs.jsonl", out);
+    int rc = 0;
+    if (!all || weft_write_atomic(path, all, len, err, sizeof err)) {
+        weft_error("%s", all ? err : "out of memory");
+        rc = -1;
+    }
+    free(all);
+    return rc;
+}
+
+/* OUT/summary.json (named in sum) and OUT/timing.json, from the merged runs. */
+static int write_summaries(const char *runs, const char *out, replay_summary *s, char *sum,
+                           size_t sumlen)
+{
+    char err[512], timing[PATH_MAX + 32];
+    snprintf(sum, sumlen, "%s/summary.json", out);
+    snprintf(timing, sizeof timing, "%s/timing.json", out);
+    if (replay_summary_read(runs, s, err, sizeof err) ||
+        replay_summary_write(s, sum, err, sizeof err) ||
+        replay_timing_write(s, timing, -1, err, sizeof err)) {
+        weft_error("%s", err);
+        return -1;
+    }
+    return 0;
+}
+
 static int merge_runs(merge_dir *d, size_t nd, const char *out, int allow_gaps, int quiet)
 {
     replay_line *lines = NULL;
@@ -301,94 +406,22 @@ static int merge_runs(merge_dir *d, size_t nd, const char *out, int allow_gaps, 
     uint64_t lo = d[0].lo, hi = d[0].hi;
     for (size_t i = 1; i < nd; i++)
         lo = d[i].lo < lo ? d[i].lo : lo, hi = d[i].hi > hi ? d[i].hi : hi;
-    /* Duplicates (kept: the first DIR's line) and gaps of [lo, hi]. */
-    size_t dups = 0, differ = 0;
-    gap_list gaps = {0};
-    uint64_t next = lo;
-    size_t k = 0; /* the first line of the current seed: the one kept */
-    for (size_t i = 0; i < n; i++) {
-        if (i && lines[i].seed == lines[i - 1].seed) {
-            dups++;
-            char *a = normalized(lines[k].text), *b = normalized(lines[i].text);
-            if (strcmp(a, b) && differ++ < 5)
-                fprintf(stderr,
-                        "weft: merge: warning: seed %" PRIu64 " differs between %s and %s "
-                        "(beyond wall time): the replay was not deterministic; kept %s's\n",
-                        lines[i].seed, d[lines[k].tag].path, d[lines[i].tag].path,
-                        d[lines[k].tag].path);
-            free(a), free(b);
-            continue;
-        }
-        k = i;
-        uint64_t s = lines[i].seed;
-        if (s > next && next <= hi)
-            gap_add(&gaps, next, s - 1 < hi ? s - 1 : hi);
-        if (s >= next)
-            next = s + 1;
-    }
-    if (next <= hi && next >= lo)
-        gap_add(&gaps, next, hi);
-    if (dups)
-        printf("weft: merge: %zu duplicate run%s (a seed found in more than one line): kept the "
-               "first of each%s\n",
-               dups, dups == 1 ? "" : "s", differ ? ", some differing: see the warnings" : "");
-    if (gaps.n) {
-        FILE *f = allow_gaps ? stdout : stderr;
-        fprintf(f, "weft: %s%" PRIu64 " seed%s of %" PRIu64 "..%" PRIu64 " not run: ",
-                allow_gaps ? "merge: note: " : "merge: ", gaps.missing,
-                gaps.missing == 1 ? "" : "s", lo, hi);
-        gap_print(f, &gaps);
-        fprintf(f, "%s\n",
-                allow_gaps ? " (--allow-gaps)"
-                           : " (run them, e.g. with --resume, or --allow-gaps)");
-        if (!allow_gaps)
-            goto out;
-    }
+    merge_scan sc = {0};
+    scan_lines(d, lines, n, lo, hi, &sc);
+    if (report_scan(&sc, lo, hi, allow_gaps))
+        goto out;
 
-    /* Write runs.jsonl, the traces, summary, timing, campaign. */
-    if (weft_mkdirs(out))
-        goto out;
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += strlen(lines[i].text);
-    char *all = malloc(total + 1), err[512], path[PATH_MAX + 32];
-    size_t len = 0;
-    for (size_t i = 0; all && i < n; i++) {
-        if (i && lines[i].seed == lines[i - 1].seed)
-            continue;
-        size_t l = strlen(lines[i].text);
-        memcpy(all + len, lines[i].text, l);
-        len += l;
-        json_t *o = json_loads(lines[i].text, 0, NULL);
-        const char *trace = json_string_value(json_object_get(o, "trace"));
-        if (trace && *trace && trace[0] != '/' && !strstr(trace, ".."))
-            copy_trace(d[lines[i].tag].path, out, trace);
-        json_decref(o);
-    }
-    snprintf(path, sizeof path, "%s/runs.jsonl", out);
-    if (!all || weft_write_atomic(path, all, len, err, sizeof err)) {
-        weft_error("%s", all ? err : "out of memory");
-        free(all);
-        goto out;
-    }
-    free(all);
+    char runs[PATH_MAX + 32], sum[PATH_MAX + 32];
     replay_summary s;
-    char sum[PATH_MAX + 32], timing[PATH_MAX + 32];
-    snprintf(sum, sizeof sum, "%s/summary.json", out);
-    snprintf(timing, sizeof timing, "%s/timing.json", out);
-    if (replay_summary_read(path, &s, err, sizeof err) ||
-        replay_summary_write(&s, sum, err, sizeof err) ||
-        replay_timing_write(&s, timing, -1, err, sizeof err)) {
-        weft_error("%s", err);
-        goto out;
-    }
-    if (write_merged_campaign(d, nd, out, lo, hi))
+    if (weft_mkdirs(out) || write_runs(d, lines, n, out, runs, sizeof runs) ||
+        write_summaries(runs, out, &s, sum, sizeof sum) ||
+        write_merged_campaign(d, nd, out, lo, hi))
         goto out;
     printf("weft: merged %zu folder%s: %" PRIu64 " runs of seeds %" PRIu64 "..%" PRIu64 " -> %s\n",
            nd, nd == 1 ? "" : "s", s.runs, lo, hi, out);
     if (!quiet) {
         replay_summary_print(&s, stdout);
-        printf("  files     %s, %s\n", path, sum);
+        printf("  files     %s, %s\n", runs, sum);
     }
     rc = WEFT_EXIT_OK;
 out:

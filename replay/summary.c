@@ -63,17 +63,58 @@ static int same_config(replay_summary *s, json_t *o, int first, char *err, size_
     return 0;
 }
 
-int replay_summary_read(const char *path, replay_summary *s, char *err, size_t errlen)
+typedef struct row_list {
+    run_row *v;
+    size_t n, cap;
+} row_list;
+
+/* Adds the run of one parsed line to rows. Returns 1 if the line is not a
+ * finished run (it is skipped), 0 if added, -1 with err if its configuration
+ * differs from the first run's or memory ran out. */
+static int take_row(replay_summary *s, json_t *o, uint64_t lineno, row_list *rows, char *err,
+                    size_t errlen)
 {
-    memset(s, 0, sizeof *s);
-    s->first_hit_seed = UINT64_MAX;
+    replay_verdict v;
+    json_t *seed = json_object_get(o, "seed");
+    if (!json_is_integer(seed) ||
+        replay_verdict_parse(json_string_value(json_object_get(o, "verdict")), &v))
+        return 1;
+    if (same_config(s, o, rows->n == 0, err, errlen, lineno))
+        return -1;
+    if (rows->n == rows->cap) {
+        size_t cap = rows->cap ? rows->cap * 2 : 256;
+        run_row *n = realloc(rows->v, cap * sizeof *n);
+        if (!n) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        rows->v = n;
+        rows->cap = cap;
+    }
+    json_t *st = json_object_get(o, "steps"), *ov = json_object_get(o, "overrides");
+    rows->v[rows->n++] = (run_row){
+        .seed = (uint64_t)json_integer_value(seed),
+        .line = lineno,
+        .verdict = (int)v,
+        .steps = json_is_integer(st) ? json_integer_value(st) : -1,
+        .overrides = json_is_integer(ov) ? json_integer_value(ov) : -1,
+        .threads = (uint64_t)json_integer_value(json_object_get(o, "threads")),
+        .makespan = (uint64_t)json_integer_value(json_object_get(o, "makespan_ns")),
+        .wall = json_number_value(json_object_get(o, "wall_s")),
+        .duplicate = !strcmp(
+            json_string_value(json_object_get(json_object_get(o, "schedule"), "status")) ?: "",
+            "duplicate")};
+    return 0;
+}
+
+/* The finished runs of path, all of one configuration (recorded in s). */
+static int read_rows(const char *path, replay_summary *s, row_list *rows, char *err, size_t errlen)
+{
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: %m", path);
         return -1;
     }
-    run_row *rows = NULL;
-    size_t nrows = 0, cap = 0;
     char *buf = NULL;
     size_t blen = 0;
     ssize_t got;
@@ -86,56 +127,21 @@ int replay_summary_read(const char *path, replay_summary *s, char *err, size_t e
         json_t *o = json_loads(buf, 0, NULL);
         if (!o)
             continue;
-        replay_verdict v;
-        json_t *seed = json_object_get(o, "seed");
-        if (!json_is_integer(seed) ||
-            replay_verdict_parse(json_string_value(json_object_get(o, "verdict")), &v)) {
-            json_decref(o);
-            continue;
-        }
-        if (same_config(s, o, nrows == 0, err, errlen, lineno)) {
-            json_decref(o);
+        int took = take_row(s, o, lineno, rows, err, errlen);
+        json_decref(o);
+        if (took < 0) {
             rc = -1;
             break;
         }
-        if (nrows == cap) {
-            cap = cap ? cap * 2 : 256;
-            run_row *n = realloc(rows, cap * sizeof *n);
-            if (!n) {
-                json_decref(o);
-                snprintf(err, errlen, "out of memory");
-                rc = -1;
-                break;
-            }
-            rows = n;
-        }
-        json_t *st = json_object_get(o, "steps"), *ov = json_object_get(o, "overrides");
-        rows[nrows++] = (run_row){
-            .seed = (uint64_t)json_integer_value(seed),
-            .line = lineno,
-            .verdict = (int)v,
-            .steps = json_is_integer(st) ? json_integer_value(st) : -1,
-            .overrides = json_is_integer(ov) ? json_integer_value(ov) : -1,
-            .threads = (uint64_t)json_integer_value(json_object_get(o, "threads")),
-            .makespan = (uint64_t)json_integer_value(json_object_get(o, "makespan_ns")),
-            .wall = json_number_value(json_object_get(o, "wall_s")),
-            .duplicate = !strcmp(
-                json_string_value(json_object_get(json_object_get(o, "schedule"), "status")) ?: "",
-                "duplicate")};
-        json_decref(o);
     }
     free(buf);
     fclose(f);
-    if (rc) {
-        free(rows);
-        return -1;
-    }
-    if (nrows == 0) {
-        free(rows);
-        snprintf(err, errlen, "%s: no finished runs", path);
-        return -1;
-    }
-    qsort(rows, nrows, sizeof *rows, cmp_row);
+    return rc;
+}
+
+/* Counts, maxima and means over rows sorted by seed. */
+static void tally_rows(replay_summary *s, const run_row *rows, size_t nrows)
+{
     double steps_sum = 0, makespan_sum = 0;
     uint64_t steps_n = 0;
     for (size_t i = 0; i < nrows; i++) {
@@ -170,10 +176,28 @@ int replay_summary_read(const char *path, replay_summary *s, char *err, size_t e
         makespan_sum += (double)r->makespan;
         s->wall_total_s += r->wall;
     }
-    free(rows);
     s->steps_mean = steps_n ? steps_sum / (double)steps_n : 0;
     s->makespan_mean_ns = makespan_sum / (double)s->runs;
     s->wall_mean_s = s->wall_total_s / (double)s->runs;
+}
+
+int replay_summary_read(const char *path, replay_summary *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->first_hit_seed = UINT64_MAX;
+    row_list rows = {0};
+    if (read_rows(path, s, &rows, err, errlen)) {
+        free(rows.v);
+        return -1;
+    }
+    if (rows.n == 0) {
+        free(rows.v);
+        snprintf(err, errlen, "%s: no finished runs", path);
+        return -1;
+    }
+    qsort(rows.v, rows.n, sizeof *rows.v, cmp_row);
+    tally_rows(s, rows.v, rows.n);
+    free(rows.v);
     s->hit_rate = (double)s->hits / (double)s->runs;
     search_clopper_pearson(s->hits, s->runs, 0.95, &s->ci_lo, &s->ci_hi);
     pct_kind kind;

@@ -54,99 +54,93 @@ static void trace_end(rbuf *b, const report_trace *rt)
         rb_puts(b, " (trace salvaged)");
 }
 
-void report_section_table1(rbuf *b, const report_trace *rt, json_t *plan, json_t *inject,
-                           int searched, const report_campaign *camps, size_t ncamps)
+/* The program's row: its command line, space-separated, as code. */
+static void program_row(rbuf *b, char *const *argv, size_t argc)
 {
-    rb_puts(b, "<table class='kv'>\n");
-    if (rt) {
-        rb_puts(b, "<tr><th>program</th><td><code>");
-        for (uint32_t i = 0; i < rt->meta->argc; i++) {
-            rb_esc(b, rt->meta->argv[i]);
-            rb_puts(b, i + 1 < rt->meta->argc ? " " : "");
-        }
-        rb_printf(b,
-                  "</code></td></tr>\n<tr><th>threads</th><td>%u</td></tr>\n"
-                  "<tr><th>events</th><td>%zu: %" PRIu64 " reads, %" PRIu64 " writes, %" PRIu64
-                  " atomic read-modify-writes, %" PRIu64
-                  " other (threads, futexes, syscalls)</td></tr>\n"
-                  "<tr><th>virtual makespan</th><td>%" PRIu64 " ns</td></tr>\n"
-                  "<tr><th>shared addresses</th><td>%zu accessed by 2+ threads; %zu plainly "
-                  "written by 2+ threads (what the optimizer aligns)</td></tr>\n",
-                  rt->sum->nthreads, rt->n, rt->reads, rt->writes, rt->rmw, rt->sync,
-                  rt->sum->makespan, rt->shared_addrs, rt->ww_addrs);
-        if (rt->total > rt->n)
-            rb_printf(b,
-                      "<tr><th>note</th><td>the trace has %" PRIu64 " events; this page "
-                      "reads the first %zu</td></tr>\n",
-                      rt->total, rt->n);
-        rb_puts(b, "<tr><th>read/write pattern</th><td>");
-        if (!rt->nvars)
-            rb_puts(b, "no address is written by two threads");
-        for (size_t i = 0; i < rt->nvars; i++) {
-            rb_puts(b, i ? "<br>" : "");
-            rb_puts(b, "<code>");
-            rb_esc(b, rt->vars[i].name);
-            rb_puts(b, "</code>: ");
-            rb_esc(b, rt->vars[i].pattern);
-        }
-        if (rt->ww_addrs > rt->nvars)
-            rb_printf(b, "<br>(and %zu more)", rt->ww_addrs - rt->nvars);
-        rb_puts(b, "</td></tr>\n<tr><th>traced run</th><td>");
-        trace_end(b, rt);
-        rb_puts(b, "</td></tr>\n");
-    } else if (ncamps && camps[0].cfg.run.argc) {
-        rb_puts(b, "<tr><th>program</th><td><code>");
-        for (int i = 0; i < camps[0].cfg.run.argc; i++) {
-            rb_esc(b, camps[0].cfg.run.argv[i]);
-            rb_puts(b, i + 1 < camps[0].cfg.run.argc ? " " : "");
-        }
-        rb_printf(b,
-                  "</code></td></tr>\n<tr><th>threads n, steps k</th><td>%" PRIu64 ", %" PRIu64
-                  " (measured by the campaign's profiling run)</td></tr>\n",
-                  camps[0].cfg.n, camps[0].cfg.k);
+    rb_puts(b, "<tr><th>program</th><td><code>");
+    for (size_t i = 0; i < argc; i++) {
+        rb_esc(b, argv[i]);
+        rb_puts(b, i + 1 < argc ? " " : "");
     }
+    rb_puts(b, "</code></td></tr>\n");
+}
+
+/* The traced run's rows: its size, shared addresses, their read/write
+ * pattern and how the run ended. */
+static void trace_rows(rbuf *b, const report_trace *rt)
+{
+    program_row(b, rt->meta->argv, rt->meta->argc);
+    rb_printf(b,
+              "<tr><th>threads</th><td>%u</td></tr>\n"
+              "<tr><th>events</th><td>%zu: %" PRIu64 " reads, %" PRIu64 " writes, %" PRIu64
+              " atomic read-modify-writes, %" PRIu64
+              " other (threads, futexes, syscalls)</td></tr>\n"
+              "<tr><th>virtual makespan</th><td>%" PRIu64 " ns</td></tr>\n"
+              "<tr><th>shared addresses</th><td>%zu accessed by 2+ threads; %zu plainly "
+              "written by 2+ threads (what the optimizer aligns)</td></tr>\n",
+              rt->sum->nthreads, rt->n, rt->reads, rt->writes, rt->rmw, rt->sync, rt->sum->makespan,
+              rt->shared_addrs, rt->ww_addrs);
+    if (rt->total > rt->n)
+        rb_printf(b,
+                  "<tr><th>note</th><td>the trace has %" PRIu64 " events; this page "
+                  "reads the first %zu</td></tr>\n",
+                  rt->total, rt->n);
+    rb_puts(b, "<tr><th>read/write pattern</th><td>");
+    if (!rt->nvars)
+        rb_puts(b, "no address is written by two threads");
+    for (size_t i = 0; i < rt->nvars; i++) {
+        rb_puts(b, i ? "<br>" : "");
+        rb_puts(b, "<code>");
+        rb_esc(b, rt->vars[i].name);
+        rb_puts(b, "</code>: ");
+        rb_esc(b, rt->vars[i].pattern);
+    }
+    if (rt->ww_addrs > rt->nvars)
+        rb_printf(b, "<br>(and %zu more)", rt->ww_addrs - rt->nvars);
+    rb_puts(b, "</td></tr>\n<tr><th>traced run</th><td>");
+    trace_end(b, rt);
+    rb_puts(b, "</td></tr>\n");
+}
+
+/* The plan's first collision; "none" when a search found nothing. */
+static void collision_row(rbuf *b, json_t *plan, int say_none)
+{
     json_t *inj0 = json_array_get(json_object_get(plan, "injections"), 0);
-    if (inj0) {
-        json_t *p = json_object_get(inj0, "predicted");
-        rb_printf(b, "<tr><th>collision found</th><td>%lld ns before T%lld seq %lld",
-                  (long long)JI(inj0, "delay_ns"), (long long)JI(inj0, "thread"),
-                  (long long)JI(inj0, "seq"));
-        if (JS(inj0, "function")) {
-            rb_puts(b, " (");
-            rb_esc(b, JS(inj0, "function"));
-            if (JS(inj0, "file"))
-                rb_printf(b, ", %s:%lld", JS(inj0, "file"), (long long)JI(inj0, "line"));
-            rb_puts(b, ")");
-        }
-        if (json_is_object(p))
-            rb_printf(b, " makes its write meet T%lld seq %lld at %lld ns",
-                      (long long)JI(p, "thread_b"), (long long)JI(p, "seq_b"),
-                      (long long)JI(p, "time"));
-        if (JS(inj0, "variable")) {
-            rb_puts(b, " on <code>");
-            rb_esc(b, JS(inj0, "variable"));
-            rb_puts(b, "</code>");
-        }
-        size_t ni = json_array_size(json_object_get(plan, "injections"));
-        if (ni > 1)
-            rb_printf(b, " (and %zu more pairs in the plan)", ni - 1);
-        rb_puts(b, "</td></tr>\n");
-    } else if (rt && searched) {
-        rb_puts(b, "<tr><th>collision found</th><td>none: no pair of writes can be aligned"
-                   "</td></tr>\n");
+    if (!inj0) {
+        if (say_none)
+            rb_puts(b, "<tr><th>collision found</th><td>none: no pair of writes can be aligned"
+                       "</td></tr>\n");
+        return;
     }
-    if (inject) {
-        json_t *runs = json_object_get(inject, "runs");
-        json_t *last = json_array_get(runs, json_array_size(runs) - 1);
-        rb_printf(b,
-                  "<tr><th>injected run</th><td>%lld of %lld planned alignments collided; "
-                  "program: ",
-                  (long long)JI(inject, "achieved"), (long long)JI(inject, "planned"));
-        verdict_text(b, json_object_get(last, "verdict"));
-        rb_puts(b, " (without the delays: ");
-        verdict_text(b, json_object_get(inject, "uninjected"));
-        rb_puts(b, ")</td></tr>\n");
+    json_t *p = json_object_get(inj0, "predicted");
+    rb_printf(b, "<tr><th>collision found</th><td>%lld ns before T%lld seq %lld",
+              (long long)JI(inj0, "delay_ns"), (long long)JI(inj0, "thread"),
+              (long long)JI(inj0, "seq"));
+    if (JS(inj0, "function")) {
+        rb_puts(b, " (");
+        rb_esc(b, JS(inj0, "function"));
+        if (JS(inj0, "file"))
+            rb_printf(b, ", %s:%lld", JS(inj0, "file"), (long long)JI(inj0, "line"));
+        rb_puts(b, ")");
     }
+    if (json_is_object(p))
+        rb_printf(b, " makes its write meet T%lld seq %lld at %lld ns",
+                  (long long)JI(p, "thread_b"), (long long)JI(p, "seq_b"),
+                  (long long)JI(p, "time"));
+    if (JS(inj0, "variable")) {
+        rb_puts(b, " on <code>");
+        rb_esc(b, JS(inj0, "variable"));
+        rb_puts(b, "</code>");
+    }
+    size_t ni = json_array_size(json_object_get(plan, "injections"));
+    if (ni > 1)
+        rb_printf(b, " (and %zu more pairs in the plan)", ni - 1);
+    rb_puts(b, "</td></tr>\n");
+}
+
+/* Each campaign's failures, by verdict. */
+static void campaign_rows(rbuf *b, const report_campaign *camps, size_t ncamps)
+{
     for (size_t i = 0; i < ncamps; i++) {
         const replay_summary *s = &camps[i].sum;
         if (!camps[i].have_sum)
@@ -162,6 +156,36 @@ void report_section_table1(rbuf *b, const report_trace *rt, json_t *plan, json_t
             }
         rb_puts(b, "</td></tr>\n");
     }
+}
+
+void report_section_table1(rbuf *b, const report_trace *rt, json_t *plan, json_t *inject,
+                           int searched, const report_campaign *camps, size_t ncamps)
+{
+    rb_puts(b, "<table class='kv'>\n");
+    if (rt) {
+        trace_rows(b, rt);
+    } else if (ncamps && camps[0].cfg.run.argc) {
+        /* no trace: the program as the campaigns ran it */
+        program_row(b, camps[0].cfg.run.argv, (size_t)camps[0].cfg.run.argc);
+        rb_printf(b,
+                  "<tr><th>threads n, steps k</th><td>%" PRIu64 ", %" PRIu64
+                  " (measured by the campaign's profiling run)</td></tr>\n",
+                  camps[0].cfg.n, camps[0].cfg.k);
+    }
+    collision_row(b, plan, rt && searched);
+    if (inject) {
+        json_t *runs = json_object_get(inject, "runs");
+        json_t *last = json_array_get(runs, json_array_size(runs) - 1);
+        rb_printf(b,
+                  "<tr><th>injected run</th><td>%lld of %lld planned alignments collided; "
+                  "program: ",
+                  (long long)JI(inject, "achieved"), (long long)JI(inject, "planned"));
+        verdict_text(b, json_object_get(last, "verdict"));
+        rb_puts(b, " (without the delays: ");
+        verdict_text(b, json_object_get(inject, "uninjected"));
+        rb_puts(b, ")</td></tr>\n");
+    }
+    campaign_rows(b, camps, ncamps);
     rb_puts(b, "</table>\n");
 }
 
