@@ -76,23 +76,6 @@ static const char *pick_binary(const races_opts *o, const weft_trace_meta *m, in
     return m->binary_path;
 }
 
-/* Before reading a long trace: the report can be written where asked. */
-static int output_ok(const char *out)
-{
-    struct stat st;
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", out);
-    if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
-        cli_error("%s: is a directory", out);
-        return 0;
-    }
-    if (stat(dirname(dir), &st) != 0 || access(dir, W_OK | X_OK) != 0) {
-        cli_error("%s: cannot write there: %s", out, strerror(errno));
-        return 0;
-    }
-    return 1;
-}
-
 static int run_races(int argc, char **argv)
 {
     races_opts o = {0};
@@ -107,7 +90,7 @@ static int run_races(int argc, char **argv)
         return WEFT_EXIT_USAGE;
     }
     o.trace = argv[first];
-    if (o.out && !output_ok(o.out))
+    if (o.out && weft_check_output(o.out))
         return WEFT_EXIT_FAIL;
     char err[512];
     weft_trace *t = weft_trace_open(o.trace, err, sizeof err);

@@ -83,58 +83,6 @@ static int parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-/* Refuse an output path the trace could never be renamed to before running
- * the guest (the tracer would fail only after the whole run). */
-static int check_output(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        cli_error("%s: is a directory", path);
-        return -1;
-    }
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else
-        slash[slash == dir] = 0; /* "/x.wtr" -> "/" */
-    if (access(dir, W_OK) != 0) {
-        cli_error("%s: cannot write there: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-static void trace_print_summary(const char *path, double wall_s)
-{
-    char err[512];
-    weft_trace *t = weft_trace_open(path, err, sizeof err);
-    if (!t) {
-        cli_error("%s", err);
-        return;
-    }
-    const weft_trace_summary *s = weft_trace_get_summary(t);
-    uint64_t counts[WEFT_EV_KIND_COUNT] = {0};
-    weft_event ev;
-    int rc;
-    while ((rc = weft_trace_next(t, &ev)) == 1)
-        if (ev.kind < WEFT_EV_KIND_COUNT)
-            counts[ev.kind]++;
-    struct stat st;
-    long long size = stat(path, &st) == 0 ? (long long)st.st_size : -1;
-    printf("weft: traced %u thread%s, %" PRIu64 " events (%" PRIu64 " reads, %" PRIu64
-           " writes, %" PRIu64 " atomics, %" PRIu64 " futex waits, %" PRIu64
-           " syscalls); virtual makespan %" PRIu64 " ns; %.2f s wall; stall escapes %" PRIu64
-           "%s%s; trace %s (%lld bytes)\n",
-           s->nthreads, s->nthreads == 1 ? "" : "s", weft_trace_event_count(t),
-           counts[WEFT_EV_READ], counts[WEFT_EV_WRITE], counts[WEFT_EV_RMW],
-           counts[WEFT_EV_FUTEX_WAIT], counts[WEFT_EV_SYSCALL], s->makespan, wall_s,
-           s->stall_escapes, (s->flags & WEFT_TRACE_TRUNCATED) ? "; TRUNCATED" : "",
-           rc < 0 ? "; CORRUPT" : "", path, size);
-    weft_trace_close(t);
-}
-
 static void describe_end(const guest_result *r, uint32_t flags)
 {
     if (flags & WEFT_TRACE_DEADLOCK)
@@ -158,6 +106,7 @@ static int trace_run_and_report(const guest_run *run, const char *trace_path, in
 {
     guest_result r;
     uint32_t final_flags = 0;
+    char err[512];
     if (guest_trace_run(run, trace_path, &r, &final_flags))
         return WEFT_EXIT_FAIL;
     if (!quiet) {
@@ -175,7 +124,8 @@ static int trace_run_and_report(const guest_run *run, const char *trace_path, in
                    "thread back late from a blocking system call, or a stall escape); this trace "
                    "may not repeat byte for byte\n",
                    r.unordered);
-        trace_print_summary(trace_path, r.wall_s);
+        if (weft_trace_print_summary(trace_path, r.wall_s, stdout, err, sizeof err))
+            cli_error("%s", err);
     }
     return guest_exit_status(&r, final_flags);
 }
@@ -254,8 +204,9 @@ static int parse_max_size(const cli_command *cmd, const char *arg, void *opts)
 {
     uint64_t x;
     if (parse_size(arg, &x) < 0) {
-        cli_usage_error(cmd, "--max-trace-size: expected a size like 500M or 4G (0: no limit), got "
-                             "'%s'",
+        cli_usage_error(cmd,
+                        "--max-trace-size: expected a size like 500M or 4G (0: no limit), got "
+                        "'%s'",
                         arg);
         return -1;
     }
@@ -338,7 +289,7 @@ static int run_trace(int argc, char **argv)
                      .sysroot = o.sysroot,
                      .timeout_s = (unsigned)o.timeout,
                      .speculate = o.exact && !o.quantum && !o.no_speculate};
-    if (guest_check_binary(run.binary, run.sysroot) || check_output(o.out))
+    if (guest_check_binary(run.binary, run.sysroot) || weft_check_output(o.out))
         return WEFT_EXIT_FAIL;
     for (int i = 0; i < o.nvars; i++)
         if (add_var_filter(&o, run.binary, o.vars[i]))
@@ -357,7 +308,8 @@ const cli_command cli_cmd_trace = {
              "1 instruction = cpi cycles, zero-time memory and syscalls, and records every\n"
              "thread's memory events with virtual timestamps.\n",
     .footer = "Exit status: the guest's exit code, 128+N if it died of signal N, 124 if it\n"
-              "timed out or was stopped at a trace limit, 125 on deadlock, 128+N if weft itself got signal N (130 SIGINT, 143\n"
+              "timed out or was stopped at a trace limit, 125 on deadlock, 128+N if weft itself "
+              "got signal N (130 SIGINT, 143\n"
               "SIGTERM); 1 or 2 for weft's own errors.\n",
     .opts = trace_options,
     .nopts = sizeof trace_options / sizeof *trace_options,

@@ -85,19 +85,6 @@ static int run_exact(optimize_ctx *c)
     return rc;
 }
 
-/* Fail early, before a long search, when the plan cannot be written. */
-static int check_writable(const char *path)
-{
-    char copy[PATH_MAX];
-    snprintf(copy, sizeof copy, "%s", path);
-    const char *dir = dirname(copy);
-    if (access(dir, W_OK) != 0) {
-        weft_error("%s: cannot write there: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 /* The --sa-* options against --algo and each other; one usage line, as the
  * option parser prints them. */
 static int check_sa_options(const optimize_opts *o)
@@ -198,9 +185,9 @@ int optimizer_run(optimize_opts *o)
 {
     if (check_sa_options(o))
         return WEFT_EXIT_USAGE;
-    if (o->out && check_writable(o->out))
+    if (o->out && weft_check_output(o->out))
         return WEFT_EXIT_FAIL;
-    if (o->stats && check_writable(o->stats))
+    if (o->stats && weft_check_output(o->stats))
         return WEFT_EXIT_FAIL;
     optimize_ctx c = {.o = o};
     if (open_trace(&c))

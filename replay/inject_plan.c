@@ -484,14 +484,8 @@ static int check_before_running(const inject_ctx *c)
     const replay_inject_opts *o = c->o;
     if (guest_check_binary(c->run.binary, c->run.sysroot))
         return -1;
-    if (o->report) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", o->report);
-        if (access(dirname(dir), W_OK) != 0) {
-            weft_error("%s: cannot write there: %s", o->report, strerror(errno));
-            return -1;
-        }
-    }
+    if (o->report && weft_check_output(o->report))
+        return -1;
     if (check_build_id(c))
         return -1;
     int same_args = (uint32_t)c->run.argc == c->plan.argc;

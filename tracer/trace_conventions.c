@@ -78,3 +78,24 @@ int weft_write_atomic(const char *path, const char *buf, size_t len, char *err, 
     }
     return 0;
 }
+
+int weft_check_output(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        weft_error("%s: is a directory", path);
+        return -1;
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        slash[slash == dir] = 0; /* "/x.wtr" -> "/" */
+    if (access(dir, W_OK | X_OK) != 0) {
+        weft_error("%s: cannot write there: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}

@@ -431,3 +431,32 @@ out:
     free(rw);
     return rc;
 }
+
+/* The line weft trace ends with. */
+int weft_trace_print_summary(const char *path, double wall_s, FILE *out, char *err, size_t errlen)
+{
+    weft_trace *t = weft_trace_open(path, err, errlen);
+    if (!t)
+        return -1;
+    const weft_trace_summary *s = weft_trace_get_summary(t);
+    uint64_t counts[WEFT_EV_KIND_COUNT] = {0};
+    weft_event ev;
+    int rc;
+    while ((rc = weft_trace_next(t, &ev)) == 1)
+        if (ev.kind < WEFT_EV_KIND_COUNT)
+            counts[ev.kind]++;
+    struct stat st;
+    long long size = stat(path, &st) == 0 ? (long long)st.st_size : -1;
+    fprintf(out,
+            "weft: traced %u thread%s, %" PRIu64 " events (%" PRIu64 " reads, %" PRIu64
+            " writes, %" PRIu64 " atomics, %" PRIu64 " futex waits, %" PRIu64
+            " syscalls); virtual makespan %" PRIu64 " ns; %.2f s wall; stall escapes %" PRIu64
+            "%s%s; trace %s (%lld bytes)\n",
+            s->nthreads, s->nthreads == 1 ? "" : "s", weft_trace_event_count(t),
+            counts[WEFT_EV_READ], counts[WEFT_EV_WRITE], counts[WEFT_EV_RMW],
+            counts[WEFT_EV_FUTEX_WAIT], counts[WEFT_EV_SYSCALL], s->makespan, wall_s,
+            s->stall_escapes, (s->flags & WEFT_TRACE_TRUNCATED) ? "; TRUNCATED" : "",
+            rc < 0 ? "; CORRUPT" : "", path, size);
+    weft_trace_close(t);
+    return 0;
+}

@@ -148,6 +148,10 @@ int weft_mkdirs(const char *path);
 /* Write buf to path atomically (temporary file, fsync, rename). 0, or -1
  * with a one-line message in err. */
 int weft_write_atomic(const char *path, const char *buf, size_t len, char *err, size_t errlen);
+/* Before long work whose result goes to path: 0 if a file can be written
+ * there, else -1 after one line (a folder; a folder that is missing or not
+ * writable). */
+int weft_check_output(const char *path);
 
 /* ---- writing (the plugin) ------------------------------------------------ */
 
@@ -323,6 +327,9 @@ void weft_code_map_free(weft_code_map *m);
 
 /* Summary in the style of Bhattacharya et al.'s Table 1: threads, events per thread, per-variable
  * per-thread R/W pattern, cross-thread write-write pair counts. */
+/* One line about a finished trace: threads, events by kind, makespan,
+ * wall time, size (what weft trace ends with). 0, or -1 with err. */
+int weft_trace_print_summary(const char *path, double wall_s, FILE *out, char *err, size_t errlen);
 int weft_trace_print_info(weft_trace *t, weft_symbols *syms, FILE *out);
 
 typedef enum weft_export_format {
