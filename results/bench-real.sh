@@ -88,10 +88,10 @@ for p in "${programs[@]}"; do
   plain=() free=() syncw=() exact=()
   for r in $(seq "$runs"); do
     plain+=("$(timed plain "$tmp/plain" "$qemu" -L "$sysroot" "${argv[@]}")")
-    free+=("$(timed free "$tmp/free" "$weft" trace -q --sysroot "$sysroot" --mode free -o "$tmp/free.wtr" -- "${argv[@]}")")
-    syncw+=("$(timed syncw "$tmp/syncw" "$weft" trace -q --sysroot "$sysroot" --mode free --record sync+writes -o "$tmp/syncw.wtr" -- "${argv[@]}")")
+    free+=("$(timed free "$tmp/free" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free -o "$tmp/free.wtr" -- "${argv[@]}")")
+    syncw+=("$(timed syncw "$tmp/syncw" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free --record sync+writes -o "$tmp/syncw.wtr" -- "${argv[@]}")")
     if [ -z "${SKIP_EXACT:-}" ]; then
-      exact+=("$(timed exact "$tmp/exact" "$weft" trace -q --sysroot "$sysroot" --mode exact -o "$tmp/exact.wtr" -- "${argv[@]}")")
+      exact+=("$(timed exact "$tmp/exact" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode exact -o "$tmp/exact.wtr" -- "${argv[@]}")")
     fi
   done
   med() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "-") }'; }
@@ -106,7 +106,7 @@ for p in "${programs[@]}"; do
   done
   twice="-"
   if [ -z "${SKIP_EXACT:-}" ]; then
-    timed exact2 "$tmp/exact2" "$weft" trace -q --sysroot "$sysroot" --mode exact -o "$tmp/exact2.wtr" -- "${argv[@]}" >/dev/null
+    timed exact2 "$tmp/exact2" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode exact -o "$tmp/exact2.wtr" -- "${argv[@]}" >/dev/null
     if cmp -s "$tmp/exact.wtr" "$tmp/exact2.wtr"; then twice="identical"; else twice="differ ($(stat -c %s "$tmp/exact.wtr") vs $(stat -c %s "$tmp/exact2.wtr") bytes)"; fi
   fi
   prof="-" pct="-"
