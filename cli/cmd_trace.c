@@ -83,23 +83,25 @@ static int parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
+/* weft's own lines go to stderr: the guest's output is on stdout. */
 static void describe_end(const guest_result *r, uint32_t flags)
 {
     if (flags & WEFT_TRACE_DEADLOCK)
-        printf("weft: guest deadlocked: every live thread waits on a futex (see trace)\n");
+        fprintf(stderr, "weft: guest deadlocked: every live thread waits on a futex (see trace)\n");
     else if (flags & WEFT_TRACE_STOPPED)
-        printf("weft: guest stopped by weft at a trace limit (the reason is above)\n");
+        fprintf(stderr, "weft: guest stopped by weft at a trace limit (the reason is above)\n");
     else if (r->end == GUEST_EXITED)
-        printf("weft: guest exited with status %d\n", r->status);
+        fprintf(stderr, "weft: guest exited with status %d\n", r->status);
     else if (r->end == GUEST_SIGNALED)
-        printf("weft: guest killed by signal %d (%s)\n", r->status, strsignal(r->status));
+        fprintf(stderr, "weft: guest killed by signal %d (%s)\n", r->status, strsignal(r->status));
     else if (r->end == GUEST_TIMED_OUT)
-        printf("weft: guest timed out and was killed\n");
+        fprintf(stderr, "weft: guest timed out and was killed\n");
     else if (r->finish)
-        printf("weft: interrupted by signal %d after the guest ended; the trace is complete\n",
-               r->status);
+        fprintf(stderr,
+                "weft: interrupted by signal %d after the guest ended; the trace is complete\n",
+                r->status);
     else
-        printf("weft: interrupted by signal %d; guest killed\n", r->status);
+        fprintf(stderr, "weft: interrupted by signal %d; guest killed\n", r->status);
 }
 
 static int trace_run_and_report(const guest_run *run, const char *trace_path, int quiet)
@@ -112,19 +114,23 @@ static int trace_run_and_report(const guest_run *run, const char *trace_path, in
     if (!quiet) {
         describe_end(&r, final_flags);
         if (run->speculate && r.unspeculated == 1)
-            printf("weft: exact mode gated every access: stdin, stdout or stderr is a terminal, "
-                   "pipe or socket (files or /dev/null let it speculate)\n");
+            fprintf(stderr,
+                    "weft: exact mode gated every access: stdin, stdout or stderr is a terminal, "
+                    "pipe or socket (files or /dev/null let it speculate)\n");
         else if (run->speculate && r.attempts > 1 && r.fully_gated)
-            printf("weft: exact mode: %d runs, the last gating every access\n", r.attempts);
+            fprintf(stderr, "weft: exact mode: %d runs, the last gating every access\n",
+                    r.attempts);
         else if (run->speculate && r.attempts > 1)
-            printf("weft: exact mode: %d runs; %zu instructions were found to need a gate\n",
-                   r.attempts, r.gates_learnt);
+            fprintf(stderr,
+                    "weft: exact mode: %d runs; %zu instructions were found to need a gate\n",
+                    r.attempts, r.gates_learnt);
         if (r.unordered)
-            printf("weft: exact mode: %" PRIu64 " gated accesses ran out of virtual-time order (a "
-                   "thread back late from a blocking system call, or a stall escape); this trace "
-                   "may not repeat byte for byte\n",
-                   r.unordered);
-        if (weft_trace_print_summary(trace_path, r.wall_s, stdout, err, sizeof err))
+            fprintf(stderr,
+                    "weft: exact mode: %" PRIu64 " gated accesses ran out of virtual-time order (a "
+                    "thread back late from a blocking system call, or a stall escape); this trace "
+                    "may not repeat byte for byte\n",
+                    r.unordered);
+        if (weft_trace_print_summary(trace_path, r.wall_s, stderr, err, sizeof err))
             cli_error("%s", err);
     }
     return guest_exit_status(&r, final_flags);

@@ -43,7 +43,7 @@ for m in 0 1; do
   check "fork_exec exact mode $m: status 0 (got $st)" test "$st" = 0
   check "fork_exec exact mode $m: parent saw its child exit" grep -Eq '^fork_exec: child exit (7|127)$' "$work/out"
   trace_ok "fork_exec exact mode $m" "$work/forkx.wtr" complete 4
-  check "fork_exec exact mode $m: no stall escape" grep -q "stall escapes 0;" "$work/out"
+  check "fork_exec exact mode $m: no stall escape" grep -q "stall escapes 0;" "$work/err"
 done
 run_status st "$WEFT" replay --sched pct --depth 2 --runs 5 --jobs 2 --timeout 30 --output "$work/forkr" \
   -- "$WEFT_FIXTURES/fail_fork_exec" >"$work/out" 2>"$work/err"
@@ -71,7 +71,7 @@ wait "$pid"
 st=$?
 set -e
 check "kill -TERM weft: status 143 (got $st)" test "$st" = 143
-check "kill -TERM weft: says so" grep -q 'interrupted by signal 15; guest killed' "$work/out"
+check "kill -TERM weft: says so" grep -q 'interrupted by signal 15; guest killed' "$work/err"
 trace_ok "kill -TERM weft" "$work/term.wtr" truncated 3
 rm -f "$work/term.wtr"
 

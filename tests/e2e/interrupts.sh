@@ -67,7 +67,7 @@ interrupt() {
   finish_bg "$pid" "$pid_timer"
   check "$name: exit 128+$num (got $st)" test "$st" = $((128 + num))
   check "$name: ends within 20 s of the signal (took ${took}s)" awk -v t="$took" 'BEGIN { exit !(t < 20) }'
-  check "$name: says so" grep -qx "weft: interrupted by signal $num; guest killed" "$work/out"
+  check "$name: says so" grep -qx "weft: interrupted by signal $num; guest killed" "$work/err"
   check "$name: no qemu left" no_qemu
   check "$name: no spool or temporary file left" test "$(ls "$work" | grep -c "^$name\.wtr\.")" = 0
   if "$WEFT" info "$trace" >"$work/info" 2>"$work/err"; then

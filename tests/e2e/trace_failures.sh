@@ -15,7 +15,7 @@ for c in "${cases[@]}"; do
     run_status st "$WEFT" trace --mode "$mode" --timeout 60 -o "$work/$fx.wtr" -- "$WEFT_FIXTURES/$fx" \
       >"$work/out" 2>"$work/err"
     check "$fx/$mode: status $want (got $st)" test "$st" = "$want"
-    check "$fx/$mode: says it" grep -Eq "$text" "$work/out"
+    check "$fx/$mode: says it" grep -Eq "$text" "$work/err"
     check "$fx/$mode: trace readable" "$WEFT" info "$work/$fx.wtr" >"$work/info"
     check "$fx/$mode: trace flagged $flag" grep -qi "$flag" "$work/info"
     check "$fx/$mode: no spool left" test ! -e "$work/$fx.wtr.spool"

@@ -6,7 +6,8 @@
 # when a stream cannot be replayed or held without the guest noticing.
 source "$(dirname "$0")/lib.sh"
 
-guest_output() { grep -v '^weft: ' "$1" || true; }
+# weft's own lines are on stderr, beside the guest's.
+guest_stderr() { grep -v '^weft' "$1" || true; }
 
 # trace NAME ARGS...: exact trace with stdout/stderr in files, plugin stats on
 trace() {
@@ -26,9 +27,9 @@ for spec in lost_update paper_avn paper_mm wsq deadlock_jdbc_ok parallel8:200 fa
   trace full --no-speculate -- "$bin" "${arg[@]}"
   check "$spec: trace byte-identical to --no-speculate" cmp -s "$work/spec.wtr" "$work/full.wtr"
   check "$spec: same exit status" cmp -s "$work/spec.st" "$work/full.st"
-  check "$spec: same guest stdout" cmp -s <(guest_output "$work/spec.out") <(guest_output "$work/full.out")
+  check "$spec: same guest stdout" cmp -s "$work/spec.out" "$work/full.out"
   check "$spec: same guest stderr" \
-    cmp -s <(grep -v '^weft-stats' "$work/spec.err") <(grep -v '^weft-stats' "$work/full.err")
+    cmp -s <(guest_stderr "$work/spec.err") <(guest_stderr "$work/full.err")
   check "$spec: plugin stats shown once" test "$(grep -c '^weft-stats' "$work/spec.err")" = 1
   cp "$work/spec.out" "$work/$fx.spec.out"
   cp "$work/spec.err" "$work/$fx.spec.err"
@@ -39,30 +40,30 @@ done
 g_spec="$(gates parallel8.spec)" g_full="$(gates parallel8.full)"
 # (A second run happens when main reaches a join's plain read of the
 # thread's tid before the thread exits on the host.)
-check "parallel8: speculation kept" bash -c "! grep -q 'gating every access' '$work/parallel8.spec.out'"
+check "parallel8: speculation kept" bash -c "! grep -q 'gating every access' '$work/parallel8.spec.err'"
 check "parallel8: gates $g_spec speculating vs $g_full fully gated (< 1/10)" \
   test "$((g_spec * 10))" -lt "$g_full"
 # paper_avn races on avn_sum: a second run gates what the first blamed.
 check "paper_avn: a second run gating what the first blamed" \
   grep -qE '^weft: exact mode: 2 runs; [1-9][0-9]* instructions were found to need a gate' \
-  "$work/paper_avn.spec.out"
+  "$work/paper_avn.spec.err"
 # A fork while other threads run hands the child memory as the host left
 # it: speculation gives up and the last run gates everything. (Not compared
 # byte for byte: the parent's wait4 blocks, which makes even fully gated
 # runs of this fixture depend on host timing; docs/platform.md.)
 trace spec -- "$WEFT_FIXTURES/fail_fork_exec"
 check "fail_fork_exec: gives up, the last run gating every access" \
-  grep -q 'exact mode: 2 runs, the last gating every access' "$work/spec.out"
+  grep -q 'exact mode: 2 runs, the last gating every access' "$work/spec.err"
 check "fail_fork_exec: status 0, child seen once" \
   test "$(cat "$work/spec.st"):$(grep -Ec '^fork_exec: child exit (7|127)$' "$work/spec.out")" = 0:1
 
 # A pipe cannot be held without the guest seeing a pipe become a file:
 # one fully gated run, said so, and the same trace as --no-speculate through a pipe.
-run_status st bash -c "'$WEFT' trace --mode exact -o '$work/p.wtr' -- '$WEFT_FIXTURES/paper_avn' | cat >'$work/p.out'"
+run_status st bash -c "'$WEFT' trace --mode exact -o '$work/p.wtr' -- '$WEFT_FIXTURES/paper_avn' 2>'$work/p.err' | cat >'$work/p.out'"
 run_status st bash -c "'$WEFT' trace --mode exact --no-speculate -o '$work/q.wtr' -- '$WEFT_FIXTURES/paper_avn' | cat >'$work/q.out'"
-check "stdout a pipe: one fully gated run, said so" grep -q 'exact mode gated every access' "$work/p.out"
+check "stdout a pipe: one fully gated run, said so" grep -q 'exact mode gated every access' "$work/p.err"
 check "stdout a pipe: trace byte-identical to --no-speculate" cmp -s "$work/p.wtr" "$work/q.wtr"
-check "stdout a pipe: guest output identical" cmp -s <(guest_output "$work/p.out") <(guest_output "$work/q.out")
+check "stdout a pipe: guest output identical" cmp -s "$work/p.out" "$work/q.out"
 
 # stdout and stderr into one file (2>&1): the guest's interleaving is kept.
 for g in paper_avn fail_abort; do
