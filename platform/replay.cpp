@@ -71,14 +71,14 @@ void weft_platform::policy_state_changed_locked(int pe, int st)
     switch (st) {
     case BLOCKED:
     case RELEASED:
-        pct_thread_blocked(policy, pe);
+        pol_state(pe, OP_BLOCKED);
         break;
     case EXITED:
-        pct_thread_exited(policy, pe);
+        pol_state(pe, OP_EXITED);
         break;
     case RUNNING:
         if (old == BLOCKED || old == RELEASED)
-            pct_thread_enabled(policy, pe);
+            pol_state(pe, OP_ENABLED);
         break;
     default: // FUTEX_ENTERING, EXITING: limbo, the thread keeps the token
         break;
@@ -109,7 +109,7 @@ void weft_platform::grant_locked(int pe, uint64_t at)
 void weft_platform::reschedule_parallel_locked()
 {
     pct_tid allowed[64];
-    size_t n = pct_policy_next(policy, allowed, 64);
+    size_t n = pol_next(allowed, 64);
     uint32_t cnt = count.load();
     for (uint32_t q = 0; q < cnt; q++) {
         // No allocation here: this runs at every step, under the mutex.
@@ -141,7 +141,7 @@ void weft_platform::reschedule_locked()
             return; // limbo: decide once the host thread has settled
     }
     pct_tid allowed[64];
-    size_t n = pct_policy_next(policy, allowed, 64);
+    size_t n = pol_next(allowed, 64);
     if (n == 0) {
         holder.store(-1); // nothing enabled: deadlock or all in syscalls
         return;
@@ -298,8 +298,8 @@ weft_gate_result weft_platform::policy_gate(int pe, uint64_t cycles, bool point,
             }
         } else if (has_token(pe)) {
             Slot &s = slots[pe];
-            pct_step_access(policy, pe, s.exec_obj, pct_access(s.exec_acc));
-            pct_thread_pending(policy, pe, s.pend_obj, pct_access(s.pend_acc));
+            pol_step(pe, s.exec_obj, s.exec_acc);
+            pol_pending(pe, s.pend_obj, s.pend_acc);
             last_step_cycles = std::max(last_step_cycles, cycles);
             reschedule_locked();
         } else if (holder.load() < 0 || host_parallel) {
