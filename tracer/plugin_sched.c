@@ -13,38 +13,49 @@
 
 #include "plugin_state.h"
 
-int sched_parse_arg(const char *key, const char *val)
+int sched_parse_policy_arg(pct_config *cfg, const char *key, const char *val)
 {
-    sched_state *s = &g_plugin.sched;
-    if (!s->requested)
-        pct_config_init(&s->cfg, PCT_KIND_PCT);
     uint64_t x = 0;
     int num = plugin_parse_u64(val, &x) == 0;
     if (!strcmp(key, "sched")) {
         pct_kind k;
         if (pct_kind_parse(val, &k) != 0)
             return -1;
-        s->cfg.kind = k;
-        s->requested = 1;
-        return 1;
-    }
-    if (!strcmp(key, "seed") && num)
-        s->cfg.seed = x;
+        cfg->kind = k;
+    } else if (!strcmp(key, "seed") && num)
+        cfg->seed = x;
     else if (!strcmp(key, "depth") && num)
-        s->cfg.d = (uint32_t)x;
+        cfg->d = (uint32_t)x;
     else if (!strcmp(key, "steps") && num)
-        s->cfg.k = x;
+        cfg->k = x;
     else if (!strcmp(key, "nthreads") && num)
-        s->cfg.n = (uint32_t)x;
+        cfg->n = (uint32_t)x;
     else if (!strcmp(key, "radius") && num)
-        s->cfg.r = x;
+        cfg->r = x;
     else if (!strcmp(key, "starve")) {
         char *end;
         double p = strtod(val, &end);
         if (*end || p < 0 || p > 1)
             return -1;
-        s->cfg.starvation = p;
-    } else if (!strcmp(key, "points")) {
+        cfg->starvation = p;
+    } else
+        return 0;
+    return 1;
+}
+
+int sched_parse_arg(const char *key, const char *val)
+{
+    sched_state *s = &g_plugin.sched;
+    if (!s->requested)
+        pct_config_init(&s->cfg, PCT_KIND_PCT);
+    int taken = sched_parse_policy_arg(&s->cfg, key, val);
+    if (taken == 1 && !strcmp(key, "sched"))
+        s->requested = 1;
+    if (taken != 0)
+        return taken;
+    uint64_t x = 0;
+    int num = plugin_parse_u64(val, &x) == 0;
+    if (!strcmp(key, "points")) {
         if (!strcmp(val, "none"))
             s->points = POINTS_NONE;
         else if (!strcmp(val, "all"))
@@ -118,6 +129,23 @@ int sched_is_point_pc(uint64_t pc)
     return plugin_pcs_contain(g_plugin.sched.pcs, g_plugin.sched.npcs, pc);
 }
 
+/* How the platform runs the threads the policy allows at once. */
+static weft_set_mode set_mode(const pct_config *cfg)
+{
+    if (cfg->kind != PCT_KIND_PPCT)
+        return WEFT_SET_SINGLE;
+    return g_plugin.sched.ppct_host_parallel ? WEFT_SET_PARALLEL : WEFT_SET_IN_ORDER;
+}
+
+/* The trace's header names the policy and its seed. */
+static void name_policy(void)
+{
+    sched_state *s = &g_plugin.sched;
+    snprintf(g_plugin.cfg.settings.policy, sizeof g_plugin.cfg.settings.policy, "%s",
+             pct_kind_name(s->cfg.kind));
+    g_plugin.cfg.settings.seed = s->cfg.seed;
+}
+
 int sched_setup(char *err, size_t errlen)
 {
     sched_state *s = &g_plugin.sched;
@@ -129,16 +157,27 @@ int sched_setup(char *err, size_t errlen)
     s->policy = pct_policy_create(&s->cfg, err, errlen);
     if (!s->policy)
         return -1;
-    snprintf(g_plugin.cfg.settings.policy, sizeof g_plugin.cfg.settings.policy, "%s",
-             pct_kind_name(s->cfg.kind));
-    g_plugin.cfg.settings.seed = s->cfg.seed;
-    weft_set_mode mode = s->cfg.kind != PCT_KIND_PPCT ? WEFT_SET_SINGLE
-                         : s->ppct_host_parallel      ? WEFT_SET_PARALLEL
-                                                      : WEFT_SET_IN_ORDER;
-    if (weft_platform_set_policy(g_plugin.platform, s->policy, mode) != 0) {
+    if (weft_platform_set_policy(g_plugin.platform, s->policy, set_mode(&s->cfg)) != 0) {
         snprintf(err, errlen, "platform: policy set after threads started");
         return -1;
     }
+    name_policy();
+    return 0;
+}
+
+int sched_adopt(const pct_config *cfg, pct_policy *policy, const char *record, char *err,
+                size_t errlen)
+{
+    sched_state *s = &g_plugin.sched;
+    if (weft_platform_adopt_policy(g_plugin.platform, policy, set_mode(cfg), (uint64_t)gettid())) {
+        snprintf(err, errlen, "platform: the policy cannot take over the main thread");
+        return -1;
+    }
+    pct_policy_destroy(s->policy);
+    s->policy = policy;
+    s->cfg = *cfg;
+    s->record_path = record;
+    name_policy();
     return 0;
 }
 
