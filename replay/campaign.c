@@ -1,10 +1,12 @@
 /* Campaigns: many seeds, `jobs` of them at once, one JSON line per finished
  * run appended to runs.jsonl, resumable, with progress on stderr.
  *
- * Each run is a forked worker (which starts qemu through guest_run_qemu and
- * classifies the run); the parent only dispatches seeds, reaps workers,
- * prints hits and progress, and turns SIGINT/SIGTERM into an orderly stop:
- * workers kill their qemu and record nothing, finished runs stay. */
+ * Each run is a forked worker (which has its job slot's fork server run the
+ * seed, or starts a qemu of its own through guest_run_qemu, and classifies
+ * the run); the parent only dispatches seeds, keeps the slots' servers
+ * going, reaps workers, prints hits and progress, and turns SIGINT/SIGTERM
+ * into an orderly stop: workers kill their runs and record nothing,
+ * finished runs stay. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -21,6 +23,8 @@
 
 #define WORKER_INTERRUPTED 100
 #define WORKER_ERROR 101
+/* OR'ed into a verdict: the slot's fork server failed, start it again. */
+#define WORKER_SERVER_LOST 16
 
 static volatile sig_atomic_t stop_signal;
 
@@ -163,6 +167,7 @@ static void worker(const replay_config *c, uint64_t seed, int runs_fd, const cha
     int rc = replay_run_seed(c, seed, tmp_dir, &line, &v);
     if (rc)
         _exit(rc > 0 ? WORKER_INTERRUPTED : WORKER_ERROR);
+    int lost = replay_server_lost(c->server) ? WORKER_SERVER_LOST : 0;
     size_t len = strlen(line);
     /* One write with O_APPEND: concurrent workers never interleave lines. */
     if (write(runs_fd, line, len) != (ssize_t)len) {
@@ -174,7 +179,7 @@ static void worker(const replay_config *c, uint64_t seed, int runs_fd, const cha
         snprintf(path, sizeof path, "%s/%" PRIu64 ".line", tmp_dir, seed);
         weft_write_atomic(path, line, len, err, sizeof err);
     }
-    _exit((int)v);
+    _exit((int)v | lost);
 }
 
 /* What the parent says about a finished failing run (or the --seed run). */
@@ -308,6 +313,7 @@ int replay_campaign(replay_config *c)
 
     pid_t *pids = calloc(jobs, sizeof *pids);
     uint64_t *pid_seed = calloc(jobs, sizeof *pid_seed);
+    replay_pool *pool = c->pool ? c->pool : replay_pool_create(c);
     progress pg = {.tty = isatty(2) && !c->seed_given && !c->quiet && !c->inner,
                    .total = ntodo,
                    .t0 = weft_now_s(),
@@ -321,6 +327,10 @@ int replay_campaign(replay_config *c)
             unsigned slot = 0;
             while (pids[slot])
                 slot++;
+            replay_config wc = *c;
+            wc.server = replay_pool_server(pool, c, slot, &stop_signal);
+            if (stop_signal)
+                break;
             fflush(NULL);
             pid_t pid = fork();
             if (pid < 0) {
@@ -329,7 +339,7 @@ int replay_campaign(replay_config *c)
                 break;
             }
             if (pid == 0)
-                worker(c, todo[next], fd, tmp_dir);
+                worker(&wc, todo[next], fd, tmp_dir);
             pids[slot] = pid;
             pid_seed[slot] = todo[next++];
             active++;
@@ -353,11 +363,18 @@ int replay_campaign(replay_config *c)
         unsigned slot = 0;
         while (slot < jobs && pids[slot] != w)
             slot++;
-        if (slot == jobs)
+        if (slot == jobs) {
+            replay_pool_reaped(pool, w);
             continue;
+        }
         pids[slot] = 0;
         active--;
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : WORKER_INTERRUPTED;
+        /* A worker that did not finish its run may have left an answer unread. */
+        if ((code & WORKER_SERVER_LOST) || code >= WORKER_INTERRUPTED)
+            replay_pool_lost(pool, slot);
+        if (code < WORKER_INTERRUPTED)
+            code &= ~WORKER_SERVER_LOST;
         if (code == WORKER_ERROR) {
             error = 1;
             continue;
@@ -381,6 +398,8 @@ int replay_campaign(replay_config *c)
     }
     if (pg.tty)
         fputs("\n", stderr);
+    if (!c->pool)
+        replay_pool_destroy(pool);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     free(pids);
