@@ -251,11 +251,24 @@ static int server_start(replay_server *s, const replay_config *c, unsigned slot,
     run.plugin_args = args;
     run.capture_out = out;
     run.capture_err = err;
-    guest_fd fds[2] = {{req[0], server_fd(0)}, {resp[1], server_fd(1)}};
+    guest_fd fds[3] = {{req[0], server_fd(0)}, {resp[1], server_fd(1)}, {-1, 0}};
+    /* A regular stdin: each server reads its own from where weft's is, as
+     * its children read theirs from where the server was at the fork. */
+    struct stat st;
+    if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) {
+        int mode = fcntl(0, F_GETFL);
+        fds[2].from = open("/proc/self/fd/0", (mode >= 0 ? mode & O_ACCMODE : O_RDONLY) | O_CLOEXEC);
+        if (fds[2].from >= 0 && lseek(fds[2].from, lseek(0, 0, SEEK_CUR), SEEK_SET) < 0) {
+            close(fds[2].from);
+            fds[2].from = -1;
+        }
+    }
     pid_t pid;
-    int rc = guest_spawn_qemu(&run, fds, 2, &pid);
+    int rc = guest_spawn_qemu(&run, fds, fds[2].from >= 0 ? 3 : 2, &pid);
     close(req[0]);
     close(resp[1]);
+    if (fds[2].from >= 0)
+        close(fds[2].from);
     if (rc) {
         close(req[1]);
         close(resp[0]);
@@ -456,6 +469,13 @@ int replay_server_run(replay_server *s, const replay_config *c, uint64_t seed, c
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGPIPE, &old_pipe, NULL);
+    if (rc == 0 && r->end == GUEST_INTERRUPTED) {
+        /* Nothing of the run is kept: not even the child's unfinished files. */
+        char tmp[PATH_MAX + 80];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", trace, pid);
+        unlink(spool);
+        unlink(tmp);
+    }
     if (rc != 0 || r->end == GUEST_INTERRUPTED)
         return rc;
     return guest_trace_settle(trace, r, flags);
