@@ -38,8 +38,10 @@ struct replay_server {
     size_t nout, nerr;
     char buf[512]; /* answer bytes read but not consumed */
     size_t len;
-    pid_t weft; /* the campaign's process, which started the server */
-    int lost;   /* set in a worker: restart this server */
+    pid_t weft;              /* the campaign's process, which started the server */
+    int lost;                /* set in a worker: restart this server */
+    volatile int *free_flag; /* a worker's: where to say that the server is free */
+    int free_fd;
 };
 
 struct replay_pool {
@@ -257,7 +259,8 @@ static int server_start(replay_server *s, const replay_config *c, unsigned slot,
     struct stat st;
     if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) {
         int mode = fcntl(0, F_GETFL);
-        fds[2].from = open("/proc/self/fd/0", (mode >= 0 ? mode & O_ACCMODE : O_RDONLY) | O_CLOEXEC);
+        fds[2].from =
+            open("/proc/self/fd/0", (mode >= 0 ? mode & O_ACCMODE : O_RDONLY) | O_CLOEXEC);
         if (fds[2].from >= 0 && lseek(fds[2].from, lseek(0, 0, SEEK_CUR), SEEK_SET) < 0) {
             close(fds[2].from);
             fds[2].from = -1;
@@ -344,6 +347,25 @@ int replay_server_lost(const replay_server *s)
     return s && s->lost;
 }
 
+void replay_server_when_free(replay_server *s, volatile int *flag, int wake_fd)
+{
+    if (s) {
+        s->free_flag = flag;
+        s->free_fd = wake_fd;
+    }
+}
+
+/* The server has answered: the next seed may go to it now. */
+static void say_free(replay_server *s)
+{
+    if (!s->free_flag)
+        return;
+    __atomic_store_n(s->free_flag, 1, __ATOMIC_RELEASE);
+    if (write(s->free_fd, "", 1) < 0) {
+        /* a full pipe: the campaign has wake-ups pending anyway */
+    }
+}
+
 static volatile sig_atomic_t interrupted;
 
 static void on_signal(int sig)
@@ -406,6 +428,7 @@ static int await_child(replay_server *s, pid_t pid, double t0, unsigned timeout,
         r->status = SIGKILL;
         return r->end == GUEST_EXITED ? 1 : 0;
     }
+    say_free(s);
     if (r->end != GUEST_EXITED)
         r->status = interrupted ? interrupted : SIGKILL;
     else if (WIFSIGNALED(status))

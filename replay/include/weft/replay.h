@@ -197,6 +197,11 @@ int replay_server_run(replay_server *s, const replay_config *c, uint64_t seed, c
                       const char *record, const char *out, const char *err, guest_result *r,
                       uint32_t *flags);
 int replay_server_lost(const replay_server *s);
+/* In a worker, before replay_server_run: once the server has answered the
+ * run's status, store 1 in *flag and write a byte to wake_fd, so that the
+ * campaign sends the next seed to the server while this worker still
+ * judges the run. s may be NULL (nothing to say). */
+void replay_server_when_free(replay_server *s, volatile int *flag, int wake_fd);
 
 /* ---- summaries (summary.c) ----------------------------------------- */
 
