@@ -22,6 +22,9 @@
  * weft's own thread (the watchdog) does not run in a server: each child
  * starts its own.
  *
+ * The child is forked ahead of its request (a spare, waiting on a pipe of
+ * its own), so that the fork is paid while weft judges the last run.
+ *
  * Protocol, one line each: the server says "ready N" (N events kept) or
  * "decline REASON" once; weft sends "run KEY=VAL,...", "out PATH",
  * "record PATH", "stdout PATH", "stderr PATH" and an empty line; the server
@@ -137,18 +140,20 @@ typedef struct request {
     char *policy, *out, *record, *stdout_path, *stderr_path;
 } request;
 
-/* The next request, in a buffer that stays valid in the child. 0, or -1 at
- * the end (weft closed its end, or sent garbage). */
-static int read_request(request *rq)
+#define REQUEST_MAX (4 * 4096 + 64)
+
+/* A request's text (its lines and the empty one) from fd into buf: its
+ * length, or -1 at the end (end of file, error, too long). weft sends one
+ * request at a time and waits for its status, so nothing follows it. */
+static ssize_t read_text(int fd, char *buf, size_t cap)
 {
-    static char buf[4 * 4096 + 64];
-    static size_t len;
+    size_t len = 0;
     char *end;
-    buf[len] = 0;
+    buf[0] = 0;
     while (!(end = strstr(buf, "\n\n"))) {
-        if (len >= sizeof buf - 1)
+        if (len >= cap - 1)
             return -1;
-        ssize_t n = read(g_plugin.server.rfd, buf + len, sizeof buf - 1 - len);
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -156,11 +161,15 @@ static int read_request(request *rq)
         len += (size_t)n;
         buf[len] = 0;
     }
-    /* One request at a time: weft waits for its status before the next. */
-    end[1] = 0;
-    len = 0;
+    end[2] = 0;
+    return end + 2 - buf;
+}
+
+/* Split a request's text in place. 0, or -1 if it is not one. */
+static int parse_request(char *buf, request *rq)
+{
     *rq = (request){0};
-    for (char *line = buf, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+    for (char *line = buf, *nl; (nl = strchr(line, '\n')) && nl != line; line = nl + 1) {
         *nl = 0;
         char *sp = strchr(line, ' ');
         if (!sp)
@@ -244,19 +253,9 @@ static void take_stdin(void)
 
 /* In the child: become the run of one seed. Returns to run the clone. */
 static void become_child(const request *rq, const pct_config *cfg, pct_policy *policy,
-                         const sigset_t *mask, pid_t server)
+                         const sigset_t *mask)
 {
     server_state *s = &g_plugin.server;
-    g_plugin.owner_pid = getpid();
-    s->in_prefix = 0;
-    s->child = 1;
-    /* Its own process group, for weft's kill at the time limit; gone with the server. */
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != server)
-        _exit(1);
-    close(s->rfd);
-    close(s->wfd);
     sigprocmask(SIG_SETMASK, mask, NULL);
     take_stdin();
     take_stream(1, rq->stdout_path);
@@ -281,6 +280,84 @@ static void become_child(const request *rq, const pct_config *cfg, pct_policy *p
     plugin_start_watchdog();
 }
 
+/* A child forked before its request arrives, so that the fork's cost is
+ * paid while weft judges the last run: it waits on a pipe of its own. */
+typedef struct spare {
+    pid_t pid; /* 0: none */
+    int fd;    /* the server's end of its pipe */
+} spare;
+
+/* Fork the spare. 1 in the child (which is then ready to wait), 0 in the
+ * server (sp->pid 0 if the fork failed). */
+static int fork_spare(spare *sp, pid_t server)
+{
+    int p[2];
+    *sp = (spare){0};
+    if (pipe2(p, O_CLOEXEC))
+        return 0;
+    atomic_store(&g_plugin.server.forking, 1);
+    pid_t pid = fork();
+    atomic_store(&g_plugin.server.forking, 0);
+    if (pid == 0) {
+        server_state *s = &g_plugin.server;
+        g_plugin.owner_pid = getpid();
+        s->in_prefix = 0;
+        s->child = 1;
+        /* Its own process group, for weft's kill at the time limit; gone
+         * with the server. */
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != server)
+            _exit(1);
+        close(s->rfd);
+        close(s->wfd);
+        close(p[1]);
+        s->rfd = p[0];
+        return 1;
+    }
+    close(p[0]);
+    if (pid < 0) {
+        close(p[1]);
+        return 0;
+    }
+    setpgid(pid, pid);
+    *sp = (spare){.pid = pid, .fd = p[1]};
+    return 0;
+}
+
+/* The spare's life once its request comes (the server checked it): the
+ * policy, then the run. Returns to run the clone. */
+static void spare_run(const sigset_t *mask)
+{
+    static char text[REQUEST_MAX];
+    request rq;
+    pct_config cfg;
+    pct_policy *policy;
+    char err[512];
+    /* Nothing comes when the server ends without a run for it. */
+    if (read_text(g_plugin.server.rfd, text, sizeof text) < 0)
+        _exit(0);
+    close(g_plugin.server.rfd);
+    if (parse_request(text, &rq) || prepare_policy(rq.policy, &cfg, &policy, err, sizeof err)) {
+        fprintf(stderr, "weft-tracer: fork server: %s\n", err);
+        _exit(1);
+    }
+    become_child(&rq, &cfg, policy, mask);
+}
+
+static int write_text(int fd, const char *text, size_t n)
+{
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(fd, text + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
 /* The server's loop: a child per request. Returns only in a child. */
 static void serve(vcpu_state *v)
 {
@@ -303,30 +380,38 @@ static void serve(vcpu_state *v)
     sigprocmask(SIG_BLOCK, &block, &mask);
     pid_t self = getpid();
     say("ready %zu", s->nprefix + v->nbuf);
+    spare sp = {0};
     for (;;) {
+        if (!sp.pid && fork_spare(&sp, self)) {
+            spare_run(&mask);
+            return;
+        }
+        static char text[REQUEST_MAX], copy[REQUEST_MAX];
+        ssize_t n = read_text(s->rfd, text, sizeof text);
+        if (n < 0)
+            _exit(0); /* weft is done with this server: the spare ends with it */
+        /* Checked here, so that a bad request is answered, not run. */
+        memcpy(copy, text, (size_t)n + 1);
         request rq;
-        if (read_request(&rq))
-            _exit(0);
         pct_config cfg;
         pct_policy *policy;
-        char err[512];
-        if (prepare_policy(rq.policy, &cfg, &policy, err, sizeof err)) {
+        char err[512] = "bad request";
+        if (parse_request(copy, &rq) || prepare_policy(rq.policy, &cfg, &policy, err, sizeof err)) {
             say("error %s", err);
             continue;
         }
-        atomic_store(&s->forking, 1);
-        pid_t pid = fork();
-        atomic_store(&s->forking, 0);
-        if (pid == 0) {
-            become_child(&rq, &cfg, policy, &mask, self);
-            return;
-        }
         pct_policy_destroy(policy);
-        if (pid < 0) {
-            say("error fork: %s", strerror(errno));
+        pid_t pid = sp.pid;
+        int fed = pid && write_text(sp.fd, text, (size_t)n) == 0;
+        if (sp.pid)
+            close(sp.fd);
+        sp.pid = 0;
+        if (!fed) {
+            say("error no child to run it: %s", strerror(errno));
+            if (pid > 0 && kill(pid, SIGKILL) == 0)
+                waitpid(pid, NULL, 0);
             continue;
         }
-        setpgid(pid, pid);
         say("pid %d", (int)pid);
         int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
