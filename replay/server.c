@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,17 +67,20 @@ static void say_off(replay_pool *p, const replay_config *c, const char *why)
 
 /* Why stdin rules a server out, or NULL. A child reads what the server's
  * fd 0 refers to: a regular file is reopened by each child at the offset it
- * had at the fork, /dev/null has nothing to share, and a terminal cannot be
- * read by a background process group (a qemu of its own is one too); a
- * pipe's data would go to whichever child reads first. */
+ * had at the fork; a character device (/dev/null, a terminal, which a
+ * background process group cannot read anyway, a qemu of its own being one
+ * too) has no offset to share; a pipe's or a socket's data would go to
+ * whichever child reads first, the prefix's reads made once for all. */
 static const char *stdin_unsuitable(void)
 {
     struct stat st;
-    if (fstat(0, &st) != 0 || S_ISREG(st.st_mode) || isatty(0))
+    if (fstat(0, &st) != 0 || S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))
         return NULL;
-    if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3)
-        return NULL;
-    return "has a pipe or socket as stdin (a fork server's children would share it)";
+    if (S_ISFIFO(st.st_mode))
+        return "has a pipe as stdin (a fork server's children would share it)";
+    if (S_ISSOCK(st.st_mode))
+        return "has a socket as stdin (a fork server's children would share it)";
+    return "has neither a file nor a device as stdin (a fork server's children would share it)";
 }
 
 replay_pool *replay_pool_create(const replay_config *c)
@@ -405,8 +407,8 @@ static int send_request(replay_server *s, const char *text)
 }
 
 /* The child's end: its wait status, after killing its process group when
- * the time limit passes or SIGINT/SIGTERM comes. 0, or -1 if the server
- * did not say (then it is lost). */
+ * the time limit passes or SIGINT/SIGTERM comes. 0; 1 if the server did not
+ * say how a run that had not ended ended (the server is lost then). */
 static int await_child(replay_server *s, pid_t pid, double t0, unsigned timeout, guest_result *r)
 {
     char line[512];

@@ -137,7 +137,7 @@ check "no thread: the note says why" \
 run_status st "$WEFT" replay --sched random --points none --runs 3 --jobs 2 \
   --output "$work/piped" -- "$WEFT_FIXTURES/lost_update_ok" < <(echo) >"$work/piped.log" 2>&1
 check "stdin a pipe: status 0 (got $st)" test "$st" = 0
-check "stdin a pipe: the note says why" grep -q "has a pipe or socket as stdin.*: one qemu per run" \
+check "stdin a pipe: the note says why" grep -q "has a pipe as stdin.*: one qemu per run" \
   "$work/piped.log"
 
 # servers_of PID: the qemu children of weft (its fork servers).
