@@ -375,28 +375,10 @@ static void on_signal(int sig)
     interrupted = sig;
 }
 
-static int write_file(const char *path, const char *buf, size_t n)
+static int write_all(int fd, const char *buf, size_t n)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return -1;
     for (size_t off = 0; off < n;) {
         ssize_t w = write(fd, buf + off, n - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            close(fd);
-            return -1;
-        }
-        off += (size_t)w;
-    }
-    return close(fd);
-}
-
-static int send_request(replay_server *s, const char *text)
-{
-    for (size_t off = 0, n = strlen(text); off < n;) {
-        ssize_t w = write(s->req, text + off, n - off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -404,6 +386,18 @@ static int send_request(replay_server *s, const char *text)
         off += (size_t)w;
     }
     return 0;
+}
+
+static int write_file(const char *path, const char *buf, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -1;
+    if (write_all(fd, buf, n)) {
+        close(fd);
+        return -1;
+    }
+    return close(fd);
 }
 
 /* The child's end: its wait status, after killing its process group when
@@ -475,7 +469,7 @@ int replay_server_run(replay_server *s, const replay_config *c, uint64_t seed, c
     double t0 = now_s();
     char line[512] = "";
     int pid = 0, rc = 1;
-    if (send_request(s, text) == 0 &&
+    if (write_all(s->req, text, strlen(text)) == 0 &&
         read_answer(s, line, sizeof line, t0 + SERVER_ANSWER_S, &interrupted) == LINE_OK &&
         sscanf(line, "pid %d", &pid) == 1 && pid > 0) {
         r->pid = pid;

@@ -87,6 +87,19 @@ int server_setup(char *err, size_t errlen)
     return 0;
 }
 
+static int write_text(int fd, const char *text, size_t n)
+{
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(fd, text + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
 /* One line to weft; a server that cannot talk to weft has nothing to do. */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -101,14 +114,8 @@ static void say(const char *fmt, ...)
     if ((size_t)n > sizeof line - 2)
         n = (int)sizeof line - 2;
     line[n++] = '\n';
-    for (int off = 0; off < n;) {
-        ssize_t w = write(g_plugin.server.wfd, line + off, (size_t)(n - off));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            _exit(0);
-        off += (int)w;
-    }
+    if (write_text(g_plugin.server.wfd, line, (size_t)n))
+        _exit(0);
 }
 
 static void decline(const char *why)
@@ -343,19 +350,6 @@ static void spare_run(const sigset_t *mask)
         _exit(1);
     }
     become_child(&rq, &cfg, policy, mask);
-}
-
-static int write_text(int fd, const char *text, size_t n)
-{
-    for (size_t off = 0; off < n;) {
-        ssize_t w = write(fd, text + off, n - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        off += (size_t)w;
-    }
-    return 0;
 }
 
 /* The server's loop: a child per request. Returns only in a child. */
