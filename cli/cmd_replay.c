@@ -204,6 +204,10 @@ static const cli_option replay_options[] = {
      0, 0, NULL, NULL},
     {"save-trace", 0, NULL, "keep traces of failing runs in DIR/traces", CLI_FLAG, C(save_trace), 0,
      0, NULL, NULL},
+    {"no-fork-server", 0, NULL,
+     "start a qemu for every run, instead of forking each run from a\n"
+     "server that ran the program to its first thread (docs/replay.md)",
+     CLI_FLAG, C(no_fork_server), 0, 0, NULL, NULL},
     {"stop-on-hit", 0, NULL, "stop dispatching seeds after the first failing run", CLI_FLAG,
      C(stop_on_hit), 0, 0, NULL, NULL},
     {"sysroot", 0, "DIR", "AArch64 root filesystem for a dynamically linked PROGRAM", CLI_STRING,

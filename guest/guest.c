@@ -209,7 +209,30 @@ static int capture(const char *path, int fd)
     return 0;
 }
 
-int guest_run_qemu(const guest_run *run, guest_result *res)
+/* The fds the qemu process keeps besides 0, 1 and 2: each `from` at `to`
+ * (no other open file of weft's reaches the guest, whose fd numbers then
+ * do not depend on what weft happened to have open). In the forked child. */
+static void pass_fds(const guest_fd *fds, size_t n)
+{
+    unsigned lo = 3;
+    for (size_t i = 0; i < n; i++)
+        if (fds[i].from != fds[i].to && dup2(fds[i].from, fds[i].to) < 0)
+            _exit(127);
+    /* Targets ascending (callers pass few): close everything between them. */
+    for (;;) {
+        unsigned next = ~0u;
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned)fds[i].to >= lo && (unsigned)fds[i].to < next)
+                next = (unsigned)fds[i].to;
+        if (next > lo)
+            close_range(lo, next == ~0u ? ~0u : next - 1, 0);
+        if (next == ~0u)
+            break;
+        lo = next + 1;
+    }
+}
+
+int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid_t *out_pid)
 {
     char *args[run->argc + 8];
     int k = 0;
@@ -231,14 +254,6 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
     for (int i = 0; i < run->argc; i++)
         args[k++] = run->argv[i];
     args[k] = NULL;
-
-    struct sigaction sa = {0}, old_int, old_term;
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    interrupted = 0;
-    double t0 = now_s();
     char **env = guest_environment();
     if (!env) {
         weft_error("cannot start qemu: out of memory");
@@ -262,17 +277,38 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
             _exit(127);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
         if (capture(run->capture_out, STDOUT_FILENO) ||
             (run->capture_err && run->capture_err == run->capture_out
                  ? dup2(STDOUT_FILENO, STDERR_FILENO) < 0 /* 2>&1: one stream, in order */
                  : capture(run->capture_err, STDERR_FILENO)))
             _exit(127);
+        pass_fds(fds, nfds);
         execvpe(args[0], args, env);
         fprintf(stderr, "weft: cannot run %s: %s\n", args[0], strerror(errno));
         _exit(127);
     }
     free(env);
     setpgid(pid, pid);
+    *out_pid = pid;
+    return 0;
+}
+
+int guest_run_qemu(const guest_run *run, guest_result *res)
+{
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    interrupted = 0;
+    double t0 = now_s();
+    pid_t pid;
+    if (guest_spawn_qemu(run, NULL, 0, &pid)) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        return -1;
+    }
     res->pid = (int)pid;
     int status = 0;
     res->end = GUEST_EXITED;

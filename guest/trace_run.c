@@ -28,14 +28,11 @@ int guest_exit_status(const guest_result *r, uint32_t flags)
     }
 }
 
-static int run_and_finish(const guest_run *run, const char *trace_path, guest_result *r,
-                          uint32_t *final_flags)
+/* After the guest ended: a readable trace whatever happened to it. */
+static int settle(const char *trace_path, guest_result *r, uint32_t *final_flags)
 {
     char spool[4096], err[512];
     snprintf(spool, sizeof spool, "%s.spool", trace_path);
-    unlink(spool); /* a stale spool from an earlier crash would be salvaged as ours */
-    if (guest_run_qemu(run, r))
-        return -1;
     /* qemu killed while its tracer was writing the trace leaves the tracer's
      * temporary file (named by qemu's pid) behind; the spool still has
      * everything, and the trace is rebuilt from it below. */
@@ -78,6 +75,17 @@ static int run_and_finish(const guest_run *run, const char *trace_path, guest_re
     return 0;
 }
 
+static int run_and_finish(const guest_run *run, const char *trace_path, guest_result *r,
+                          uint32_t *final_flags)
+{
+    char spool[4096];
+    snprintf(spool, sizeof spool, "%s.spool", trace_path);
+    unlink(spool); /* a stale spool from an earlier crash would be salvaged as ours */
+    if (guest_run_qemu(run, r))
+        return -1;
+    return settle(trace_path, r, final_flags);
+}
+
 static volatile sig_atomic_t finish_signal;
 
 static void on_finish_signal(int sig)
@@ -85,8 +93,9 @@ static void on_finish_signal(int sig)
     finish_signal = sig;
 }
 
-int guest_trace_run_once(const guest_run *run, const char *trace_path, guest_result *r,
-                         uint32_t *final_flags)
+/* run_and_finish (run != NULL) or settle, with SIGINT/SIGTERM held. */
+static int hold_signals(const guest_run *run, const char *trace_path, guest_result *r,
+                        uint32_t *final_flags)
 {
     /* SIGINT/SIGTERM after qemu has ended would otherwise kill weft in the
      * middle of the salvage and lose the trace: they are held until the trace
@@ -98,7 +107,8 @@ int guest_trace_run_once(const guest_run *run, const char *trace_path, guest_res
     finish_signal = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    int rc = run_and_finish(run, trace_path, r, final_flags);
+    int rc =
+        run ? run_and_finish(run, trace_path, r, final_flags) : settle(trace_path, r, final_flags);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     r->finish = 0;
@@ -113,4 +123,15 @@ int guest_trace_run_once(const guest_run *run, const char *trace_path, guest_res
         r->status = r->finish;
     }
     return rc;
+}
+
+int guest_trace_run_once(const guest_run *run, const char *trace_path, guest_result *r,
+                         uint32_t *final_flags)
+{
+    return hold_signals(run, trace_path, r, final_flags);
+}
+
+int guest_trace_settle(const char *trace_path, guest_result *r, uint32_t *final_flags)
+{
+    return hold_signals(NULL, trace_path, r, final_flags);
 }

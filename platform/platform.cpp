@@ -153,7 +153,7 @@ int weft_platform_thread_create(weft_platform *p, int parent, uint64_t tid, uint
     p->count.store(id + 1); // publish the slot only once it is filled in
     p->progress++;
     if (p->policy) {
-        pct_thread_created(p->policy, id, parent < 0 ? PCT_NO_PARENT : pct_tid(parent));
+        p->pol_created(int(id), parent);
         if (parent < 0 && p->host_parallel)
             s.token.store(1);
         else if (parent < 0)
@@ -190,7 +190,7 @@ void weft_platform_yield(weft_platform *p, int pe)
 {
     std::lock_guard<std::mutex> g(p->mu);
     if (p->policy)
-        pct_thread_yielded(p->policy, pe);
+        p->pol_yielded(pe);
 }
 
 uint32_t weft_platform_thread_count(weft_platform *p)

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace weft
 {
@@ -57,6 +58,27 @@ struct alignas(64) Slot {
     int exec_acc = PCT_ACCESS_UNKNOWN, pend_acc = PCT_ACCESS_UNKNOWN;
 };
 
+// One call made to the policy, kept while a fork server runs the program's
+// prefix (policy_journal.cpp): replayed into each child's fresh policy.
+struct PolicyCall {
+    uint8_t op;   // PolicyOp
+    int32_t pe;   // the thread; for NEXT the first thread allowed
+    int64_t arg;  // CREATED: parent; STEP, PENDING: access; NEXT: threads allowed
+    uint64_t obj; // STEP, PENDING: the object; NEXT: the first thread's pc
+    uint64_t seq; // NEXT: the first thread's events so far
+};
+
+enum PolicyOp : uint8_t {
+    OP_CREATED,
+    OP_ENABLED,
+    OP_BLOCKED,
+    OP_EXITED,
+    OP_YIELDED,
+    OP_STEP,
+    OP_PENDING,
+    OP_NEXT
+};
+
 uint64_t now_ns();
 // Scheduler state letter of a host thread from /proc: 'S' asleep, 'R'
 // running, 'Z' zombie, 0 if the thread is gone.
@@ -88,6 +110,21 @@ struct weft_platform {
     std::atomic<int> holder{-1}; // PE allowed to run; -1 while deciding
     uint64_t last_step_cycles = 0;
     std::atomic<uint64_t> handoffs{0}; // read at every access by the spin watch: no lock
+    // A fork server's prefix: every policy call, up to journal_cap of them.
+    std::vector<weft::PolicyCall> journal;
+    bool journaling = false, journal_overflow = false;
+    size_t journal_cap = 0;
+    weft_platform_where_fn journal_where = nullptr;
+
+    // The policy's calls, all made under the lock (policy_journal.cpp):
+    // journaled while a fork server runs the prefix.
+    void journal_add(weft::PolicyOp op, int pe, int64_t arg, uint64_t obj);
+    void pol_created(int pe, int parent);
+    void pol_state(int pe, weft::PolicyOp op);
+    void pol_yielded(int pe);
+    void pol_step(int pe, uint64_t obj, int acc);
+    void pol_pending(int pe, uint64_t obj, int acc);
+    size_t pol_next(pct_tid *out, size_t cap);
 
     void step_kernel_to(uint64_t cycles);
     void probe(int q);

@@ -71,14 +71,14 @@ void weft_platform::policy_state_changed_locked(int pe, int st)
     switch (st) {
     case BLOCKED:
     case RELEASED:
-        pct_thread_blocked(policy, pe);
+        pol_state(pe, OP_BLOCKED);
         break;
     case EXITED:
-        pct_thread_exited(policy, pe);
+        pol_state(pe, OP_EXITED);
         break;
     case RUNNING:
         if (old == BLOCKED || old == RELEASED)
-            pct_thread_enabled(policy, pe);
+            pol_state(pe, OP_ENABLED);
         break;
     default: // FUTEX_ENTERING, EXITING: limbo, the thread keeps the token
         break;
@@ -111,7 +111,7 @@ void weft_platform::reschedule_parallel_locked()
     // Sized for every PE at creation: no allocation here, and no limit on
     // how many threads PPCT's high set may allow at once.
     pct_tid *allowed = allowed_buf.get();
-    size_t n = pct_policy_next(policy, allowed, cfg.max_pes);
+    size_t n = pol_next(allowed, cfg.max_pes);
     uint32_t cnt = count.load();
     for (uint32_t q = 0; q < cnt; q++) {
         // No allocation here: this runs at every step, under the mutex.
@@ -143,7 +143,7 @@ void weft_platform::reschedule_locked()
             return; // limbo: decide once the host thread has settled
     }
     pct_tid *allowed = allowed_buf.get();
-    size_t n = pct_policy_next(policy, allowed, cfg.max_pes);
+    size_t n = pol_next(allowed, cfg.max_pes);
     if (n == 0) {
         holder.store(-1); // nothing enabled: deadlock or all in syscalls
         return;
@@ -300,8 +300,8 @@ weft_gate_result weft_platform::policy_gate(int pe, uint64_t cycles, bool point,
             }
         } else if (has_token(pe)) {
             Slot &s = slots[pe];
-            pct_step_access(policy, pe, s.exec_obj, pct_access(s.exec_acc));
-            pct_thread_pending(policy, pe, s.pend_obj, pct_access(s.pend_acc));
+            pol_step(pe, s.exec_obj, s.exec_acc);
+            pol_pending(pe, s.pend_obj, s.pend_acc);
             last_step_cycles = std::max(last_step_cycles, cycles);
             reschedule_locked();
         } else if (holder.load() < 0 || host_parallel) {
@@ -395,7 +395,7 @@ int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
     s.spin_count++;
     s.spin_pc = pc;
     if (p->policy)
-        pct_thread_yielded(p->policy, pe);
+        p->pol_yielded(pe);
     uint32_t n = p->count.load();
     unsigned live = 0;
     for (uint32_t q = 0; q < n; q++) {

@@ -1,10 +1,12 @@
 /* Campaigns: many seeds, `jobs` of them at once, one JSON line per finished
  * run appended to runs.jsonl, resumable, with progress on stderr.
  *
- * Each run is a forked worker (which starts qemu through guest_run_qemu and
- * classifies the run); the parent only dispatches seeds, reaps workers,
- * prints hits and progress, and turns SIGINT/SIGTERM into an orderly stop:
- * workers kill their qemu and record nothing, finished runs stay. */
+ * Each run is a forked worker (which has its job slot's fork server run the
+ * seed, or starts a qemu of its own through guest_run_qemu, and classifies
+ * the run); the parent only dispatches seeds, keeps the slots' servers
+ * going, reaps workers, prints hits and progress, and turns SIGINT/SIGTERM
+ * into an orderly stop: workers kill their runs and record nothing,
+ * finished runs stay. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,12 +25,31 @@
 
 #define WORKER_INTERRUPTED 100
 #define WORKER_ERROR 101
+/* OR'ed into a verdict: the slot's fork server failed, start it again. */
+#define WORKER_SERVER_LOST 16
 
 static volatile sig_atomic_t stop_signal;
+static int wake_fd = -1; /* the parent's wake-up pipe (write end), or -1 */
+
+static void wake_parent(void)
+{
+    int e = errno;
+    if (wake_fd >= 0 && write(wake_fd, "", 1) < 0) {
+        /* full: the parent has wake-ups pending anyway */
+    }
+    errno = e;
+}
 
 static void on_stop(int sig)
 {
     stop_signal = sig;
+    wake_parent();
+}
+
+static void on_child(int sig)
+{
+    (void)sig;
+    wake_parent();
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -156,6 +179,8 @@ static void worker(const replay_config *c, uint64_t seed, int runs_fd, const cha
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    signal(SIGCHLD, SIG_DFL);
+    wake_fd = -1; /* its own wake-ups are not the parent's */
     if (stop_signal)
         _exit(WORKER_INTERRUPTED);
     char *line = NULL;
@@ -163,6 +188,7 @@ static void worker(const replay_config *c, uint64_t seed, int runs_fd, const cha
     int rc = replay_run_seed(c, seed, tmp_dir, &line, &v);
     if (rc)
         _exit(rc > 0 ? WORKER_INTERRUPTED : WORKER_ERROR);
+    int lost = replay_server_lost(c->server) ? WORKER_SERVER_LOST : 0;
     size_t len = strlen(line);
     /* One write with O_APPEND: concurrent workers never interleave lines. */
     if (write(runs_fd, line, len) != (ssize_t)len) {
@@ -174,7 +200,7 @@ static void worker(const replay_config *c, uint64_t seed, int runs_fd, const cha
         snprintf(path, sizeof path, "%s/%" PRIu64 ".line", tmp_dir, seed);
         weft_write_atomic(path, line, len, err, sizeof err);
     }
-    _exit((int)v);
+    _exit((int)v | lost);
 }
 
 /* What the parent says about a finished failing run (or the --seed run). */
@@ -266,6 +292,149 @@ static uint64_t next_seed(const replay_config *c, const uint64_t *done, size_t n
     }
 }
 
+/* The workers in flight and the job slots they hold. A slot is a share of
+ * the machine and, with fork servers, the slot's server: its worker gives
+ * it back as soon as the server has answered its run's status, so that the
+ * next seed runs there while that worker still judges the run. Up to two
+ * workers per slot: one running, one judging. */
+typedef struct flight {
+    unsigned jobs;
+    pid_t *pid;               /* [2 jobs] workers, 0: a free entry */
+    uint64_t *seed;           /* [2 jobs] */
+    unsigned *slot;           /* [2 jobs] the slot each worker took */
+    int *holds;               /* [2 jobs] it has not given its slot back */
+    int *user;                /* [jobs] the worker holding the slot, -1: free */
+    volatile int *given_back; /* [jobs] set by a worker, shared memory */
+    unsigned active;
+    int wake[2]; /* a pipe that workers, SIGCHLD and the stop signals write to */
+} flight;
+
+/* 0, or 1 after one line. */
+static int flight_open(flight *f, unsigned jobs)
+{
+    *f = (flight){.jobs = jobs, .wake = {-1, -1}};
+    f->pid = calloc(2 * jobs, sizeof *f->pid);
+    f->seed = calloc(2 * jobs, sizeof *f->seed);
+    f->slot = calloc(2 * jobs, sizeof *f->slot);
+    f->holds = calloc(2 * jobs, sizeof *f->holds);
+    f->user = malloc(jobs * sizeof *f->user);
+    void *shared =
+        mmap(NULL, jobs * sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    f->given_back = shared == MAP_FAILED ? NULL : shared;
+    if (!f->pid || !f->seed || !f->slot || !f->holds || !f->user || !f->given_back ||
+        pipe2(f->wake, O_CLOEXEC | O_NONBLOCK)) {
+        weft_error("cannot start the campaign: %s", strerror(errno));
+        return 1;
+    }
+    for (unsigned s = 0; s < jobs; s++)
+        f->user[s] = -1;
+    wake_fd = f->wake[1];
+    return 0;
+}
+
+static void flight_close(flight *f)
+{
+    wake_fd = -1;
+    for (int i = 0; i < 2; i++)
+        if (f->wake[i] >= 0)
+            close(f->wake[i]);
+    if (f->given_back)
+        munmap((void *)f->given_back, f->jobs * sizeof(int));
+    free(f->pid);
+    free(f->seed);
+    free(f->slot);
+    free(f->holds);
+    free(f->user);
+}
+
+/* Slots whose workers said their server is free again. */
+static void flight_collect(flight *f)
+{
+    for (unsigned s = 0; f->given_back && s < f->jobs; s++) {
+        if (f->user[s] < 0 || !__atomic_exchange_n(&f->given_back[s], 0, __ATOMIC_ACQ_REL))
+            continue;
+        f->holds[f->user[s]] = 0;
+        f->user[s] = -1;
+    }
+}
+
+/* A free slot, if a worker entry is free too; else -1. */
+static int flight_free_slot(const flight *f)
+{
+    if (f->active >= 2 * f->jobs)
+        return -1;
+    for (unsigned s = 0; s < f->jobs; s++)
+        if (f->user[s] < 0)
+            return (int)s;
+    return -1;
+}
+
+/* Fork a worker for `seed` on slot s. 0, or -1 after one line. */
+static int flight_start(flight *f, unsigned s, replay_config *wc, uint64_t seed, int runs_fd,
+                        const char *tmp_dir)
+{
+    unsigned w = 0;
+    while (f->pid[w])
+        w++;
+    f->given_back[s] = 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        weft_error("fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        close(f->wake[0]);
+        replay_server_when_free(wc->server, &f->given_back[s], f->wake[1]);
+        worker(wc, seed, runs_fd, tmp_dir);
+    }
+    f->pid[w] = pid;
+    f->seed[w] = seed;
+    f->slot[w] = s;
+    f->holds[w] = 1;
+    f->user[s] = (int)w;
+    f->active++;
+    return 0;
+}
+
+/* Until a worker ends or gives its slot back, or a signal comes. */
+static void flight_sleep(flight *f)
+{
+    struct pollfd pf = {.fd = f->wake[0], .events = POLLIN};
+    if (poll(&pf, 1, -1) > 0) {
+        char buf[64];
+        while (read(f->wake[0], buf, sizeof buf) > 0)
+            ;
+    }
+}
+
+/* waitpid reaped `pid`: 1 if it was no worker; else 0 with its exit code
+ * (a verdict, or WORKER_*) and seed. A worker that did not finish its run
+ * may have left its server's answer unread: that server is restarted. */
+static int flight_reaped(flight *f, replay_pool *pool, pid_t pid, int st, int *code, uint64_t *seed)
+{
+    unsigned w = 0;
+    while (w < 2 * f->jobs && f->pid[w] != pid)
+        w++;
+    if (w == 2 * f->jobs)
+        return 1;
+    f->pid[w] = 0;
+    f->active--;
+    *seed = f->seed[w];
+    *code = WIFEXITED(st) ? WEXITSTATUS(st) : WORKER_INTERRUPTED;
+    unsigned s = f->slot[w];
+    if (f->holds[w]) {
+        f->holds[w] = 0;
+        f->user[s] = -1;
+        int freed = __atomic_exchange_n(&f->given_back[s], 0, __ATOMIC_ACQ_REL);
+        if (!freed && ((*code & WORKER_SERVER_LOST) || *code >= WORKER_INTERRUPTED))
+            replay_pool_lost(pool, s);
+    }
+    if (*code < WORKER_INTERRUPTED)
+        *code &= ~WORKER_SERVER_LOST;
+    return 0;
+}
+
 int replay_campaign(replay_config *c)
 {
     char runs_path[PATH_MAX + 32], tmp_dir[PATH_MAX + 16], err[512];
@@ -303,67 +472,65 @@ int replay_campaign(replay_config *c)
                c->first_seed, c->first_seed + c->runs - 1, ntodo, c->runs - ntodo, jobs, runs_path);
     fflush(stdout);
 
-    struct sigaction sa = {0}, old_int, old_term;
-    sa.sa_handler = on_stop; /* no SA_RESTART: waitpid returns on a signal */
+    struct sigaction sa = {0}, old_int, old_term, old_chld;
+    sa.sa_handler = on_stop; /* no SA_RESTART: a wait returns on a signal */
     sigemptyset(&sa.sa_mask);
     stop_signal = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    sa.sa_handler = on_child;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, &old_chld);
 
-    pid_t *pids = calloc(jobs, sizeof *pids);
-    uint64_t *pid_seed = calloc(jobs, sizeof *pid_seed);
+    replay_pool *pool = c->pool ? c->pool : replay_pool_create(c);
+    flight f;
     progress pg = {.tty = isatty(2) && !c->seed_given && !c->quiet && !c->inner,
                    .total = ntodo,
                    .t0 = weft_now_s(),
                    .last_line = weft_now_s(),
                    .next_line_at = ntodo / 10 ? ntodo / 10 : 1};
     uint64_t next = 0, finished = 0, hits = 0;
-    unsigned active = 0;
-    int error = 0, stop_hit = 0, forwarded = 0;
-    while (pids && pid_seed) {
-        while (!stop_signal && !error && !stop_hit && next < ntodo && active < jobs) {
-            unsigned slot = 0;
-            while (pids[slot])
-                slot++;
-            fflush(NULL);
-            uint64_t seed = next_seed(c, done, ndone, &cursor);
-            pid_t pid = fork();
-            if (pid < 0) {
-                weft_error("fork: %s", strerror(errno));
+    int error = flight_open(&f, jobs), stop_hit = 0, forwarded = 0;
+    while (!error || f.active) {
+        flight_collect(&f);
+        int s = -1;
+        while (!stop_signal && !error && !stop_hit && next < ntodo &&
+               (s = flight_free_slot(&f)) >= 0) {
+            replay_config wc = *c;
+            wc.server = replay_pool_server(pool, c, (unsigned)s, &stop_signal);
+            if (stop_signal)
+                break;
+            if (flight_start(&f, (unsigned)s, &wc, next_seed(c, done, ndone, &cursor), fd,
+                             tmp_dir)) {
                 error = 1;
                 break;
             }
-            if (pid == 0)
-                worker(c, seed, fd, tmp_dir);
-            pids[slot] = pid;
-            pid_seed[slot] = seed;
             next++;
-            active++;
         }
-        if (!active)
+        if (!f.active)
             break;
         if (stop_signal && !forwarded) {
-            for (unsigned i = 0; i < jobs; i++)
-                if (pids[i])
-                    kill(pids[i], SIGTERM);
+            for (unsigned i = 0; i < 2 * f.jobs; i++)
+                if (f.pid[i])
+                    kill(f.pid[i], SIGTERM);
             forwarded = 1;
         }
         int st;
-        pid_t w = waitpid(-1, &st, 0);
+        pid_t w = waitpid(-1, &st, WNOHANG);
+        if (w == 0 || (w < 0 && errno == EINTR)) {
+            flight_sleep(&f);
+            continue;
+        }
         if (w < 0) {
-            if (errno == EINTR)
-                continue;
             weft_error("waitpid: %s", strerror(errno));
             break;
         }
-        unsigned slot = 0;
-        while (slot < jobs && pids[slot] != w)
-            slot++;
-        if (slot == jobs)
+        int code;
+        uint64_t seed;
+        if (flight_reaped(&f, pool, w, st, &code, &seed)) {
+            replay_pool_reaped(pool, w);
             continue;
-        pids[slot] = 0;
-        active--;
-        int code = WIFEXITED(st) ? WEXITSTATUS(st) : WORKER_INTERRUPTED;
+        }
         if (code == WORKER_ERROR) {
             error = 1;
             continue;
@@ -380,17 +547,19 @@ int replay_campaign(replay_config *c)
                     stop_hit = 1;
             }
             progress_clear(&pg);
-            report_run(c, pid_seed[slot], tmp_dir);
+            report_run(c, seed, tmp_dir);
         }
         if (!c->seed_given && !c->quiet && !c->inner)
             progress_show(&pg);
     }
     if (pg.tty)
         fputs("\n", stderr);
+    if (!c->pool)
+        replay_pool_destroy(pool);
+    flight_close(&f);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    free(pids);
-    free(pid_seed);
+    sigaction(SIGCHLD, &old_chld, NULL);
     free(done);
     double wall = weft_now_s() - pg.t0;
     if (fsync(fd) != 0 && errno != EINVAL)

@@ -208,8 +208,10 @@ static void print_plan(const replay_config *c, const pct_config *cfg, const repl
     if (c->kind == PCT_KIND_RPRO)
         printf(", radius %" PRIu64 "%s", c->radius, c->radius_given ? "" : " (default)");
     printf(", k = %" PRIu64 " (%s), n = %" PRIu64 ", points %s", c->k,
-           c->k_source[0] ? c->k_source : c->k_given ? "--steps" : "the resumed campaign's", c->n,
-           replay_points_name(c->points));
+           c->k_source[0] ? c->k_source
+           : c->k_given   ? "--steps"
+                          : "the resumed campaign's",
+           c->n, replay_points_name(c->points));
     if (c->pcs_path[0])
         printf(" (%s)", c->pcs_path);
     printf(", starvation %g%s, timeout %u s", cfg->starvation,

@@ -203,6 +203,11 @@ int replay_portfolio(replay_config *c)
            " runs in turns of %d seeds, %u job%s -> %s/<policy>/\n",
            nused, c->runs, PORTFOLIO_CHUNK, c->jobs, c->jobs == 1 ? "" : "s", c->out_dir);
     fflush(stdout);
+    /* One set of fork servers for every policy: a server's prefix does not
+     * depend on the policy (each child catches its own policy up). */
+    replay_pool *pool = replay_pool_create(c);
+    for (size_t i = 0; i < NMEMBERS; i++)
+        mcs[i].pool = pool;
     /* The budget in chunks: each policy its share of every round. */
     uint64_t per = (c->runs + nused - 1) / (nused ? nused : 1), status = WEFT_EXIT_OK;
     int hit = 0;
@@ -216,12 +221,16 @@ int replay_portfolio(replay_config *c)
             int rc = replay_campaign(&mcs[i]);
             if (rc == 10)
                 hit = 1, status = 10;
-            else if (rc != WEFT_EXIT_OK)
+            else if (rc != WEFT_EXIT_OK) {
+                replay_pool_destroy(pool);
+                free(log.v);
                 return rc;
+            }
             log_chunk(&log, i, c->first_seed + done, c->first_seed + done + chunk - 1);
         }
         done += chunk;
     }
+    replay_pool_destroy(pool);
     write_overall(c, mcs, &log);
     free(log.v);
     print_table(c, mcs, used);

@@ -343,13 +343,18 @@ int replay_profile(replay_config *c)
         guest_result r;
         uint32_t flags = 0;
         /* Which pcs touch an address two threads use is a matter of
-         * address sets, not of order: free mode (synchronization ordered,
-         * accesses not) tells it at a fraction of exact mode's cost on a
-         * real program. The first 64 MB of events are enough to see them
-         * (the run is then stopped, flagged so): a real program's profile
-         * costs a fraction of one of its schedules, and a guest that spins
-         * for the whole time limit does not write gigabytes here. */
-        snprintf(args, sizeof args, "mode=free,maxsize=%llu,out=%s", 64ull << 20, trace);
+         * address sets, but which addresses a thread touches can depend on
+         * the interleaving (a work queue's split): the trace is that of one
+         * schedule, the random policy's seed 0 with the program's visible
+         * operations as points, so that it is the same on every machine and
+         * costs one replay, not an exact trace. The first 64 MB of events
+         * are enough to see them (the run is then stopped, flagged so): a
+         * real program's profile costs a fraction of one of its schedules,
+         * and a guest that spins for the whole time limit does not write
+         * gigabytes here. */
+        snprintf(args, sizeof args,
+                 "sched=random,seed=0,depth=1,points=visible,maxsize=%llu,out=%s", 64ull << 20,
+                 trace);
         double t0 = weft_now_s();
         if (profile_run(c, args, trace, dir, &r, &flags))
             return -1;
@@ -358,7 +363,11 @@ int replay_profile(replay_config *c)
         if (c->race_points ? replay_race_pcs(trace, c->run.binary, c->pcs_path, &c->npcs, &naddrs)
                            : write_shared_pcs(trace, c->pcs_path, &c->npcs, &naddrs))
             return -1;
-        unlink(trace);
+        /* --save-trace keeps the schedule the points come from. */
+        char kept[PATH_MAX + 32];
+        snprintf(kept, sizeof kept, "%s/profile.wtr", c->out_dir);
+        if (!c->save_trace || rename(trace, kept) != 0)
+            unlink(trace);
         if (c->race_points)
             printf("weft: profiling trace: %" PRIu64 " race%s (weft races), %" PRIu64
                    " instruction%s in them -> %s (%.2f s)%s%s\n",
@@ -397,8 +406,8 @@ int replay_profile(replay_config *c)
     }
     if (!c->k) {
         c->k = kmax ? kmax : 1;
-        snprintf(c->k_source, sizeof c->k_source, "the largest of %" PRIu64 " profiling runs' steps",
-                 runs);
+        snprintf(c->k_source, sizeof c->k_source,
+                 "the largest of %" PRIu64 " profiling runs' steps", runs);
     }
     if (!c->n)
         c->n = nmax ? nmax : 1;

@@ -52,7 +52,7 @@ int replay_bounded_schedule(const replay_config *c, uint64_t seed, uint32_t *bou
                               bound, index);
 }
 
-int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t len)
+int replay_policy_args(const replay_config *c, uint64_t seed, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "sched=%s,seed=%" PRIu64 ",depth=%" PRIu64, pct_kind_name(c->kind),
                      seed, c->depth);
@@ -70,6 +70,14 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
         replay_bounded_schedule(c, seed, &bound, &index) == 0)
         n += snprintf(buf + n, len - (size_t)n, ",bound=%" PRIu32 ",schedule=%" PRIu64, bound,
                       index);
+    return n < (int)len ? 0 : -1;
+}
+
+int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t len)
+{
+    if (replay_policy_args(c, seed, buf, len))
+        return -1;
+    int n = (int)strlen(buf);
     if (c->points == POINTS_NONE || c->points == POINTS_ALL)
         n += snprintf(buf + n, len - (size_t)n, ",points=%s", replay_points_name(c->points));
     else if (c->points == POINTS_VISIBLE)
@@ -398,6 +406,46 @@ static void keep(const char *from, const replay_config *c, uint64_t seed, const 
         snprintf(kept, len, "traces/seed-%" PRIu64 ".%s", seed, ext);
 }
 
+/* One qemu for this seed: the guest's stdout and stderr go to files,
+ * always the same kind of file, so glibc buffers the same way and the
+ * schedule is the same. 0 or -1 as guest_trace_run; -2 after one line. */
+static int run_plain(const replay_config *c, uint64_t seed, const replay_run_files *files,
+                     guest_result *r, uint32_t *flags)
+{
+    char args[PATH_MAX * 4];
+    if (replay_plugin_args(c, seed, args, sizeof args)) {
+        weft_error("plugin arguments too long");
+        return -2;
+    }
+    size_t al = strlen(args);
+    snprintf(args + al, sizeof args - al, ",out=%s,record=%s,switchlog=%s", files->trace,
+             files->record, files->switches);
+    guest_run run = c->run;
+    run.plugin_args = args;
+    run.timeout_s = c->timeout;
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    int fo = open(files->out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int fe = open(files->err, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (saved_out < 0 || saved_err < 0 || fo < 0 || fe < 0) {
+        weft_error("%s: %s", files->out, strerror(errno));
+        return -2;
+    }
+    dup2(fo, 1);
+    dup2(fe, 2);
+    close(fo);
+    close(fe);
+    int rc = guest_trace_run(&run, files->trace, r, flags);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(saved_out);
+    close(saved_err);
+    return rc;
+}
+
 int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, char **line,
                     replay_verdict *verdict)
 {
@@ -409,42 +457,18 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     snprintf(out, sizeof out, "%s/%" PRIu64 ".stdout", tmp_dir, seed);
     snprintf(errf, sizeof errf, "%s/%" PRIu64 ".stderr", tmp_dir, seed);
     unlink(record);
-    char args[PATH_MAX * 4];
-    if (replay_plugin_args(c, seed, args, sizeof args)) {
-        weft_error("plugin arguments too long");
-        return -1;
-    }
-    size_t al = strlen(args);
-    snprintf(args + al, sizeof args - al, ",out=%s,record=%s,switchlog=%s", trace, record,
-             switches);
-    guest_run run = c->run;
-    run.plugin_args = args;
-    run.timeout_s = c->timeout;
-
-    /* The guest's stdout and stderr go to files: always the same kind of
-     * file, so glibc buffers the same way and the schedule is the same. */
-    fflush(stdout);
-    fflush(stderr);
-    int saved_out = dup(1), saved_err = dup(2);
-    int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    int fe = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (saved_out < 0 || saved_err < 0 || fo < 0 || fe < 0) {
-        weft_error("%s: %s", tmp_dir, strerror(errno));
-        return -1;
-    }
-    dup2(fo, 1);
-    dup2(fe, 2);
-    close(fo);
-    close(fe);
     guest_result r = {0};
     uint32_t flags = 0;
-    int rc = guest_trace_run(&run, trace, &r, &flags);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(saved_out, 1);
-    dup2(saved_err, 2);
-    close(saved_out);
-    close(saved_err);
+    /* A fork server's child if there is a server (it falls back here when
+     * it fails before the run starts), else a qemu of its own. */
+    const replay_run_files files = {trace, record, switches, out, errf};
+    int rc = 1;
+    if (c->server)
+        rc = replay_server_run(c->server, c, seed, &files, &r, &flags);
+    if (rc == 1)
+        rc = run_plain(c, seed, &files, &r, &flags);
+    if (rc == -2)
+        return -1;
     if (r.end == GUEST_INTERRUPTED) {
         unlink(trace);
         unlink(record);

@@ -1,75 +1,123 @@
 #!/usr/bin/env bash
-# Replay overhead, side by side in one run: plain qemu-aarch64, `weft trace
-# --mode free`, and one `weft replay --sched pct --depth 2` run with schedule
-# points at shared accesses, on the same fixtures. Runs are interleaved
-# (plain, free, pct, plain, ...) so machine drift hits all three alike.
-# The replay is given n, k and the shared pcs (from one profiling campaign
-# done beforehand, whose cost a campaign pays once, reported separately),
-# so that the ratio is what each further run of a campaign costs.
-# Prints medians and ratios; writes results/replay-bench.md.
-# Usage: results/replay-bench.sh [RUNS] [FIXTURE...]   (default 7 runs;
-#   lost_update order_violation atomicity_violation deadlock_lock_order wsq paper_mm)
+# Replay throughput and overhead, side by side in one run, on small fixtures:
+#  1. campaigns: `weft replay --sched pct --depth 2 --runs RUNS` (profiling
+#     included) with the fork server and with --no-fork-server, at --jobs 1
+#     and --jobs 2: schedules per second, and the wall time per schedule
+#     against one plain `qemu-aarch64` run of the program;
+#  2. one run: plain qemu-aarch64, `weft trace --mode free` and one
+#     `weft replay --seed S` run given n, k and the shared pcs (what a run
+#     costs without a server).
+# Everything is interleaved (each repetition runs every configuration in
+# turn) so that machine drift hits all alike; medians are printed.
+# Writes results/replay-bench.md.
+# Usage: results/replay-bench.sh [RUNS] [REPS] [FIXTURE...]
+#   (default 200 runs per campaign, 3 repetitions; lost_update
+#   order_violation atomicity_violation deadlock_lock_order wsq paper_mm,
+#   and order_violation with 2^23 iterations of work as the CPU-bound one)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${WEFT_BUILD_DIR:-$here/build}"
 [ -n "${WEFT_NO_BUILD:-}" ] || "$here/scripts/build" >/dev/null
 weft="$build/cli/weft"
 qemu="$(command -v qemu-aarch64)"
-runs="${1:-7}"
-shift || true
+runs="${1:-200}"
+reps="${2:-3}"
+shift 2 || shift $#
 fixtures=("$@")
 [ "${#fixtures[@]}" -gt 0 ] ||
-  fixtures=(lost_update order_violation atomicity_violation deadlock_lock_order wsq paper_mm)
+  fixtures=(lost_update order_violation atomicity_violation deadlock_lock_order wsq paper_mm
+    "order_violation 8388608")
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+exec </dev/null # a pipe as stdin would rule the fork server out
 
 now() { date +%s.%N; }
 time_one() { # FILE CMD...: append the wall seconds of one run of CMD to FILE
   local f="$1" t0 t1
   shift
   t0="$(now)"
-  timeout -s KILL 600 "$@" >/dev/null 2>&1 || true
+  timeout -s KILL 1200 "$@" >/dev/null 2>&1 || true
   t1="$(now)"
   echo "$t1 - $t0" | bc -l >>"$f"
 }
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { echo "$1 / $2" | bc -l; }
 
-rows=()
+campaign_rows=()
+run_rows=()
 start=$(date +%s)
-for fx in "${fixtures[@]}"; do
+for spec in "${fixtures[@]}"; do
+  read -r fx args <<<"$spec"
   bin="$build/fixtures/$fx"
-  t0="$(now)"
-  "$weft" replay --sched pct --depth 2 --points shared --runs 1 --jobs 1 --quiet --output "$tmp/$fx-prof" \
-    -- "$bin" >/dev/null 2>&1 || true
-  prof="$(echo "$(now) - $t0" | bc -l)"
-  n="$(jq .n "$tmp/$fx-prof/summary.json")"
-  k="$(jq .k "$tmp/$fx-prof/summary.json")"
-  cp "$tmp/$fx-prof/points.pcs" "$tmp/$fx.pcs"
-  for i in $(seq 1 "$runs"); do
-    time_one "$tmp/$fx.plain" "$qemu" "$bin"
-    time_one "$tmp/$fx.free" "$weft" trace -q --mode free -o "$tmp/$fx.wtr" -- "$bin"
-    time_one "$tmp/$fx.pct" "$weft" replay --sched pct --depth 2 --steps "$k" --threads "$n" \
-      --points "pcs:$tmp/$fx.pcs" --seed "$i" --jobs 1 --output "$tmp/$fx-r" -- "$bin"
+  # shellcheck disable=SC2206 # the fixture's arguments are words
+  argv=("$bin" $args)
+  key="${spec// /-}"
+  # n, k and the shared pcs for the single runs, from one profiling.
+  "$weft" replay --sched pct --depth 2 --points shared --runs 1 --jobs 1 --quiet \
+    --output "$tmp/$key-prof" -- "${argv[@]}" >/dev/null 2>&1 || true
+  n="$(jq .n "$tmp/$key-prof/summary.json")"
+  k="$(jq .k "$tmp/$key-prof/summary.json")"
+  for i in $(seq 1 "$reps"); do
+    for j in 1 2; do
+      for mode in server plain; do
+        extra=()
+        [ "$mode" = plain ] && extra=(--no-fork-server)
+        rm -rf "$tmp/c"
+        time_one "$tmp/$key.$mode$j" "$weft" replay --sched pct --depth 2 --runs "$runs" --jobs "$j" \
+          --quiet "${extra[@]}" --output "$tmp/c" -- "${argv[@]}"
+      done
+    done
+    for r in $(seq 1 3); do
+      time_one "$tmp/$key.qemu" "$qemu" "${argv[@]}"
+      time_one "$tmp/$key.free" "$weft" trace -q --mode free -o "$tmp/$key.wtr" -- "${argv[@]}"
+      time_one "$tmp/$key.one" "$weft" replay --sched pct --depth 2 --steps "$k" --threads "$n" \
+        --points "pcs:$tmp/$key-prof/points.pcs" --seed "$((i * 3 + r))" --output "$tmp/$key-r" \
+        -- "${argv[@]}"
+    done
   done
-  p="$(median "$tmp/$fx.plain")" f="$(median "$tmp/$fx.free")" r="$(median "$tmp/$fx.pct")"
-  rows+=("$(printf '| %s | %s | %s | %.3f | %.3f | %.3f | %.2f× | %.2f× | %.2f× | %.2f |' "$fx" "$n" "$k" \
-    "$p" "$f" "$r" "$(echo "$f / $p" | bc -l)" "$(echo "$r / $p" | bc -l)" "$(echo "$r / $f" | bc -l)" "$prof")")
-  echo "replay-bench: $fx done" >&2
+  q="$(median "$tmp/$key.qemu")"
+  s1="$(median "$tmp/$key.server1")" p1="$(median "$tmp/$key.plain1")"
+  s2="$(median "$tmp/$key.server2")" p2="$(median "$tmp/$key.plain2")"
+  campaign_rows+=("$(printf '| %s | %.3f | %.1f | %.1f | %.2f× | %.2f | %.1f | %.1f | %.2f× | %.2f | %.2f× |' \
+    "$spec" "$q" "$(ratio "$runs" "$p1")" "$(ratio "$runs" "$s1")" "$(ratio "$p1" "$s1")" \
+    "$(ratio "$s1 / $runs" "$q")" "$(ratio "$runs" "$p2")" "$(ratio "$runs" "$s2")" \
+    "$(ratio "$p2" "$s2")" "$(ratio "$s2 / $runs" "$q")" "$(ratio "$s1" "$s2")")")
+  f="$(median "$tmp/$key.free")" o="$(median "$tmp/$key.one")"
+  run_rows+=("$(printf '| %s | %s | %s | %.3f | %.3f | %.3f | %.2f× | %.2f× |' "$spec" "$n" "$k" \
+    "$q" "$f" "$o" "$(ratio "$f" "$q")" "$(ratio "$o" "$q")")")
+  echo "replay-bench: $spec done" >&2
 done
 elapsed=$(($(date +%s) - start))
 
 {
-  echo "# Replay overhead: PCT replay vs free trace vs plain qemu"
+  echo "# Replay throughput: fork server vs a qemu per run"
   echo
-  echo "Generated by \`results/replay-bench.sh $runs ${fixtures[*]}\` on $(date -u +%Y-%m-%d) ($(nproc) cores, ${elapsed} s)."
-  echo "Median wall seconds of $runs interleaved runs per column. *pct* is one"
-  echo "\`weft replay --sched pct --depth 2 --points pcs:FILE --steps k --threads n --seed S\` run (the"
-  echo "shared pcs, n and k from the profiling a campaign does once: its cost is the last column)."
-  echo "Target (issue #4): pct/plain ≤ 3× on small fixtures."
+  echo "Generated by \`results/replay-bench.sh $runs $reps ${fixtures[*]}\` on $(date -u +%Y-%m-%d)"
+  echo "($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end, ${elapsed} s)."
+  echo "Medians of $reps interleaved repetitions."
   echo
-  echo "| fixture | n | k | plain qemu (s) | free trace (s) | pct replay (s) | free/plain | pct/plain | pct/free | profiling, once (s) |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
-  printf '%s\n' "${rows[@]}"
+  echo "## Campaigns"
+  echo
+  echo "Each cell times a whole \`weft replay --sched pct --depth 2 --runs $runs --jobs J\`"
+  echo "command, profiling (a trace and three runs) included, with the fork server (*server*) or"
+  echo "with \`--no-fork-server\` (*plain*: a qemu per run, what weft did before). *sched/s* is"
+  echo "$runs / that wall time; *wall/qemu* is the wall time per schedule over one plain"
+  echo "\`qemu-aarch64\` run of the program (median of $((reps * 3))). Targets (issue 18): server ≥ 3× plain"
+  echo "(aim 5×); wall/qemu ≤ 0.6; --jobs 2 ≥ 1.8× --jobs 1 on a CPU-bound campaign (the last row)."
+  echo
+  echo "| fixture | plain qemu (s) | j1 plain sched/s | j1 server sched/s | j1 speed-up | j1 wall/qemu | j2 plain sched/s | j2 server sched/s | j2 speed-up | j2 wall/qemu | server j2/j1 |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${campaign_rows[@]}"
+  echo
+  echo "## One run"
+  echo
+  echo "Median wall seconds of one plain qemu run, one \`weft trace --mode free\` and one"
+  echo "\`weft replay --sched pct --depth 2 --points pcs:FILE --steps k --threads n --seed S\` (a"
+  echo "single run has no server: it is what each run of a campaign cost before it)."
+  echo
+  echo "| fixture | n | k | plain qemu (s) | free trace (s) | pct replay (s) | free/plain | pct/plain |"
+  echo "|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${run_rows[@]}"
 } >"$tmp/md"
 mv "$tmp/md" "$here/results/replay-bench.md"
 cat "$here/results/replay-bench.md"

@@ -42,11 +42,6 @@ vcpu_state *plugin_vcpu(unsigned int index)
     return v;
 }
 
-static int tracing_here(void)
-{
-    return getpid() == g_plugin.owner_pid;
-}
-
 void plugin_flush(vcpu_state *v)
 {
     if (v->nbuf == 0 || v->pe < 0)
@@ -60,12 +55,14 @@ void plugin_flush(vcpu_state *v)
      * per event made the cores fight over them. */
     g_plugin.threads[v->pe].events += v->nbuf;
     int rc = 0;
-    if (tracing_here() && g_plugin.writer && !atomic_load(&g_plugin.finished)) {
+    if (plugin_tracing_here() && g_plugin.writer && !atomic_load(&g_plugin.finished)) {
         weft_platform_busy(g_plugin.platform, v->pe, 1); /* may sleep on the writer's lock */
         rc = weft_trace_writer_append_buf(g_plugin.writer, v->lb);
         if (rc < 0)
             atomic_fetch_add(&g_plugin.write_errors, 1);
         weft_platform_busy(g_plugin.platform, v->pe, -1);
+    } else if (g_plugin.server.in_prefix) {
+        server_keep(v->buf, v->nbuf); /* every child's trace starts with them */
     }
     v->nbuf = 0;
     if (rc == 1)
@@ -264,7 +261,7 @@ static void insn_gate_bound(vcpu_state *v, const insn_info *ii)
         v->last_call_pc = ii->pc;
         v->last_callee = ii->callee;
     }
-    if (g_plugin.sched.cfg.kind == PCT_KIND_POS && g_plugin.sched.policy)
+    if (plugin_pos_bookkeeping() && g_plugin.sched.policy)
         describe_for_pos(v, ii);
     v->point_pc = ii->pc;
     uint64_t resume;
@@ -351,7 +348,7 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
     if (g_plugin.sched.policy && !(flags & WEFT_EVF_STACK))
         plugin_spin_watch(v, ii->pc, vaddr, store || (ii->flags & INSN_RMW),
                           vcpu_cycles_at(v, v->tb_base + ii->index));
-    if ((ii->flags & INSN_GATED) && g_plugin.sched.cfg.kind == PCT_KIND_POS) {
+    if ((ii->flags & INSN_GATED) && plugin_pos_bookkeeping()) {
         unsigned h = (unsigned)(ii->pc >> 2) & 63u;
         int acc = store || (ii->flags & INSN_RMW) ? PCT_ACCESS_WRITE : PCT_ACCESS_READ;
         v->guess[h].pc = ii->pc;
@@ -460,124 +457,6 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     }
 }
 
-void plugin_finish(uint32_t extra_flags)
-{
-    if (!tracing_here() || atomic_exchange(&g_plugin.finished, 1))
-        return;
-    /* qemu's own exit stops every vCPU in an exclusive section, which no
-     * gate may hold up; a run the plugin ends itself (_exit right after)
-     * keeps them waiting, so that none runs on while the trace is written. */
-    if (!(extra_flags & PLUGIN_ENDS_RUN))
-        weft_platform_exiting(g_plugin.platform);
-    extra_flags &= ~PLUGIN_ENDS_RUN;
-    for (unsigned i = 0; i < PLUGIN_MAX_VCPUS; i++) {
-        vcpu_state *v = g_plugin.vcpus[i];
-        if (v && v->pe >= 0 && v->nbuf) {
-            g_plugin.threads[v->pe].events += v->nbuf;
-            if (weft_trace_writer_append_buf(g_plugin.writer, v->lb) < 0)
-                atomic_fetch_add(&g_plugin.write_errors, 1);
-            v->nbuf = 0;
-        }
-        if (v && v->pe >= 0 && !g_plugin.threads[v->pe].exited) {
-            /* Still running at exit_group: it ends where the process did. */
-            uint64_t end = vcpu_cycles_at(v, v->insns);
-            uint64_t cut = atomic_load(&g_plugin.exit_cycles);
-            uint64_t insns = v->insns;
-            if (end > cut) {
-                end = cut > v->offset ? cut : v->offset;
-                insns = (end - v->offset) / g_plugin.cfg.settings.cpi;
-            }
-            g_plugin.threads[v->pe].insns = insns;
-            g_plugin.threads[v->pe].end_cycles = end;
-        }
-    }
-    weft_platform_stats st;
-    weft_platform_get_stats(g_plugin.platform, &st);
-    uint32_t n = weft_platform_thread_count(g_plugin.platform);
-    weft_trace_thread *tt = calloc(n ? n : 1, sizeof *tt);
-    weft_trace_summary sum = {0};
-    sum.flags = WEFT_TRACE_COMPLETE | extra_flags;
-    if (atomic_load(&g_plugin.capped))
-        sum.flags |= WEFT_TRACE_TRUNCATED;
-    sum.exit_status = atomic_load(&g_plugin.exit_code);
-    if (!atomic_load(&g_plugin.exit_group_seen) && !(extra_flags & WEFT_TRACE_DEADLOCK))
-        sum.flags |= WEFT_TRACE_CRASHED; /* qemu exits without exit_group only on a fatal signal */
-    sum.stall_escapes = st.escapes;
-    if (st.late_gates) {
-        sum.flags |= WEFT_TRACE_UNORDERED;
-        fprintf(stderr,
-                "weft: %" PRIu64 " synchronization point%s passed behind virtual time (a thread "
-                "back from a system call that blocked outside the guest, or a stall escape): "
-                "the trace is flagged unordered and may not repeat byte for byte\n",
-                st.late_gates, st.late_gates == 1 ? " was" : "s were");
-    }
-    sum.nthreads = n;
-    sum.threads = tt;
-    for (uint32_t i = 0; tt && i < n; i++) {
-        int parent = weft_platform_thread_parent(g_plugin.platform, (int)i);
-        tt[i].id = i;
-        tt[i].parent = parent < 0 ? UINT32_MAX : (uint32_t)parent;
-        tt[i].tid = 0; /* host TIDs are not reproducible: see THREAD_START */
-        tt[i].start_time = cycles_to_ns(weft_platform_thread_start(g_plugin.platform, (int)i));
-        tt[i].end_time = cycles_to_ns(g_plugin.threads[i].end_cycles);
-        tt[i].events = g_plugin.threads[i].events;
-        tt[i].insns = g_plugin.threads[i].insns;
-        tt[i].exited = (uint32_t)g_plugin.threads[i].exited;
-        tt[i].exit_code = g_plugin.threads[i].exit_code;
-        if (tt[i].end_time > sum.makespan)
-            sum.makespan = tt[i].end_time;
-    }
-    sched_write_record();
-    inject_write_report(g_plugin.cfg.injected);
-    spec_finish();
-    char err[512];
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (weft_trace_writer_finish(g_plugin.writer, &sum, err, sizeof err) != 0)
-        fprintf(stderr, "weft: %s\n", err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    g_plugin.writer = NULL;
-    if (getenv("WEFT_PLUGIN_STATS"))
-        fprintf(stderr,
-                "weft-stats: gates=%" PRIu64 " waits=%" PRIu64 " escapes=%" PRIu64
-                " kernel_steps=%" PRIu64 " transactions=%" PRIu64 " released=%" PRIu64
-                " exclusive_yields=%" PRIu64 " finish_s=%.3f\n",
-                st.gates, st.gate_waits, st.escapes, st.kernel_steps, st.transactions,
-                st.released_syscalls, st.exclusive_yields,
-                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-    free(tt);
-}
-
-static void at_exit(qemu_plugin_id_t id, void *udata)
-{
-    (void)id;
-    (void)udata;
-    plugin_finish(0);
-}
-
-/* Watches for the one situation no guest thread can report: every live
- * thread asleep in a futex nobody will wake. */
-static void *watchdog(void *arg)
-{
-    (void)arg;
-    struct timespec period = {0, 50 * 1000000L};
-    for (;;) {
-        nanosleep(&period, NULL);
-        if (!tracing_here() || atomic_load(&g_plugin.finished))
-            return NULL;
-        if (weft_platform_is_exiting(g_plugin.platform))
-            continue;
-        if (weft_platform_check_deadlock(g_plugin.platform)) {
-            char buf[4096];
-            weft_platform_describe_blocked(g_plugin.platform, buf, sizeof buf);
-            fprintf(stderr, "weft: deadlock: every live thread waits on a futex\n%s", buf);
-            atomic_store(&g_plugin.exit_code, 0);
-            plugin_finish(WEFT_TRACE_DEADLOCK);
-            _exit(86);
-        }
-    }
-}
-
 int plugin_parse_u64(const char *s, uint64_t *out)
 {
     char *end;
@@ -659,14 +538,15 @@ static int parse_args(int argc, char **argv)
             c->inject = val;
         else if (!strcmp(k, "injected"))
             c->injected = val;
-        else if (sched_parse_arg(k, val) == 1 || spec_parse_arg(k, val) == 1)
+        else if (sched_parse_arg(k, val) == 1 || spec_parse_arg(k, val) == 1 ||
+                 server_parse_arg(k, val) == 1)
             ;
         else {
             fprintf(stderr, "weft-tracer: bad plugin argument '%s=%s'\n", k, val);
             return -1;
         }
     }
-    if (!c->out) {
+    if (!c->out && !g_plugin.server.on) {
         fprintf(stderr, "weft-tracer: missing out=PATH\n");
         return -1;
     }
@@ -695,9 +575,21 @@ static void fill_meta(weft_trace_meta *m, char **storage)
     m->build_id_len = len > 0 ? (uint32_t)len : 0;
 }
 
+/* A guest's fork, not a fork server's (whose children trace). */
 static void after_fork_in_child(void)
 {
-    atomic_store(&g_plugin.forked_child, 1);
+    if (!atomic_load(&g_plugin.server.forking))
+        atomic_store(&g_plugin.forked_child, 1);
+}
+
+int plugin_open_writer(char *err, size_t errlen)
+{
+    g_plugin.meta.settings = g_plugin.cfg.settings;
+    g_plugin.writer = weft_trace_writer_open(g_plugin.cfg.out, &g_plugin.meta, err, errlen);
+    if (!g_plugin.writer)
+        return -1;
+    weft_trace_writer_set_limits(g_plugin.writer, g_plugin.cfg.max_bytes, g_plugin.cfg.min_free);
+    return 0;
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
@@ -740,26 +632,22 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         return -1;
     }
     static char *argstore[1024];
-    weft_trace_meta meta = {0};
-    meta.settings = g_plugin.cfg.settings;
-    fill_meta(&meta, argstore);
-    if (sched_load_code(meta.binary_path, err, sizeof err) != 0) {
+    fill_meta(&g_plugin.meta, argstore);
+    if (sched_load_code(g_plugin.meta.binary_path, err, sizeof err) != 0) {
         fprintf(stderr, "weft-tracer: %s\n", err);
         return -1;
     }
-    g_plugin.writer = weft_trace_writer_open(g_plugin.cfg.out, &meta, err, sizeof err);
-    if (!g_plugin.writer) {
+    /* A fork server opens no trace: each child opens its own at the fork. */
+    if (g_plugin.server.on ? server_setup(err, sizeof err) : plugin_open_writer(err, sizeof err)) {
         fprintf(stderr, "weft-tracer: %s\n", err);
         return -1;
     }
-    weft_trace_writer_set_limits(g_plugin.writer, g_plugin.cfg.max_bytes, g_plugin.cfg.min_free);
-    pthread_t wd;
-    if (pthread_create(&wd, NULL, watchdog, NULL) == 0)
-        pthread_detach(wd);
+    if (!g_plugin.server.on)
+        plugin_start_watchdog();
     qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
     qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
     qemu_plugin_register_vcpu_syscall_cb(id, plugin_syscall_entry);
     qemu_plugin_register_vcpu_syscall_ret_cb(id, plugin_syscall_return);
-    qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+    qemu_plugin_register_atexit_cb(id, plugin_at_exit, NULL);
     return 0;
 }

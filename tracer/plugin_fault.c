@@ -131,6 +131,27 @@ int plugin_buf_attach(vcpu_state *v, unsigned index)
     return 0;
 }
 
+void plugin_buf_rejoin(void)
+{
+    for (unsigned i = 0; g_plugin.writer && i < PLUGIN_MAX_VCPUS; i++) {
+        vcpu_state *v = g_plugin.vcpus[i];
+        weft_trace_buf *b = v && v->lb_private ? weft_trace_writer_buf(g_plugin.writer, i) : NULL;
+        if (!b)
+            continue;
+        uint32_t n = v->lb->n;
+        __atomic_store_n(&b->thread, UINT32_MAX, __ATOMIC_RELEASE);
+        __atomic_store_n(&b->n, 0, __ATOMIC_RELEASE);
+        memcpy(b->ev, v->lb->ev, n * sizeof *b->ev);
+        b->base = v->pe >= 0 ? g_plugin.threads[v->pe].events : 0;
+        __atomic_store_n(&b->n, n, __ATOMIC_RELEASE);
+        __atomic_store_n(&b->thread, v->lb->thread, __ATOMIC_RELEASE);
+        free(v->lb);
+        v->lb = b;
+        v->buf = b->ev;
+        v->lb_private = 0;
+    }
+}
+
 static void size_text(uint64_t b, char *out, size_t n)
 {
     if (b && b % (1u << 30) == 0)

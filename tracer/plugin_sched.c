@@ -15,42 +15,53 @@
 
 #include "plugin_state.h"
 
-int sched_parse_arg(const char *key, const char *val)
+int sched_parse_policy_arg(pct_config *cfg, const char *key, const char *val)
 {
-    sched_state *s = &g_plugin.sched;
-    if (!s->requested)
-        pct_config_init(&s->cfg, PCT_KIND_PCT);
     uint64_t x = 0;
     int num = plugin_parse_u64(val, &x) == 0;
     if (!strcmp(key, "sched")) {
         pct_kind k;
         if (pct_kind_parse(val, &k) != 0)
             return -1;
-        s->cfg.kind = k;
-        s->requested = 1;
-        return 1;
-    }
-    if (!strcmp(key, "seed") && num)
-        s->cfg.seed = x;
+        cfg->kind = k;
+    } else if (!strcmp(key, "seed") && num)
+        cfg->seed = x;
     else if (!strcmp(key, "depth") && num)
-        s->cfg.d = (uint32_t)x;
+        cfg->d = (uint32_t)x;
     else if (!strcmp(key, "steps") && num)
-        s->cfg.k = x;
+        cfg->k = x;
     else if (!strcmp(key, "nthreads") && num)
-        s->cfg.n = (uint32_t)x;
+        cfg->n = (uint32_t)x;
     else if (!strcmp(key, "radius") && num)
-        s->cfg.r = x;
+        cfg->r = x;
     else if (!strcmp(key, "bound") && num && x <= PCT_MAX_BOUND)
-        s->cfg.bound = (uint32_t)x;
+        cfg->bound = (uint32_t)x;
     else if (!strcmp(key, "schedule") && num)
-        s->cfg.schedule = x;
+        cfg->schedule = x;
     else if (!strcmp(key, "starve")) {
         char *end;
         double p = strtod(val, &end);
         if (*end || p < 0 || p > 1)
             return -1;
-        s->cfg.starvation = p;
-    } else if (!strcmp(key, "points")) {
+        cfg->starvation = p;
+    } else
+        return 0;
+    return 1;
+}
+
+int sched_parse_arg(const char *key, const char *val)
+{
+    sched_state *s = &g_plugin.sched;
+    if (!s->requested)
+        pct_config_init(&s->cfg, PCT_KIND_PCT);
+    int taken = sched_parse_policy_arg(&s->cfg, key, val);
+    if (taken == 1 && !strcmp(key, "sched"))
+        s->requested = 1;
+    if (taken != 0)
+        return taken;
+    uint64_t x = 0;
+    int num = plugin_parse_u64(val, &x) == 0;
+    if (!strcmp(key, "points")) {
         if (!strcmp(val, "none"))
             s->points = POINTS_NONE;
         else if (!strcmp(val, "all"))
@@ -186,8 +197,20 @@ static const vcpu_state *vcpu_of_pe(int pe)
     return NULL;
 }
 
+/* A fork server's child catching up: where the prefix's decision being
+ * replayed was made (pe -1: none). */
+static struct {
+    int pe;
+    uint64_t pc, seq;
+} where_then = {-1, 0, 0};
+
 static void where(int pe, uint64_t *pc, uint64_t *seq)
 {
+    if (pe >= 0 && pe == where_then.pe) {
+        *pc = where_then.pc;
+        *seq = where_then.seq;
+        return;
+    }
     const vcpu_state *v = pe >= 0 ? vcpu_of_pe(pe) : NULL;
     *pc = v ? v->point_pc : 0;
     *seq = pe >= 0 && (uint32_t)pe < g_plugin.cfg.max_pes ? g_plugin.threads[pe].events : 0;
@@ -283,6 +306,23 @@ static void log_decision(void *ctx, const pct_policy *p, const pct_decision *d)
     append_switch(w);
 }
 
+/* How the platform runs the threads the policy allows at once. */
+static weft_set_mode set_mode(const pct_config *cfg)
+{
+    if (cfg->kind != PCT_KIND_PPCT)
+        return WEFT_SET_SINGLE;
+    return g_plugin.sched.ppct_host_parallel ? WEFT_SET_PARALLEL : WEFT_SET_IN_ORDER;
+}
+
+/* The trace's header names the policy and its seed. */
+static void name_policy(void)
+{
+    sched_state *s = &g_plugin.sched;
+    snprintf(g_plugin.cfg.settings.policy, sizeof g_plugin.cfg.settings.policy, "%s",
+             pct_kind_name(s->cfg.kind));
+    g_plugin.cfg.settings.seed = s->cfg.seed;
+}
+
 int sched_setup(char *err, size_t errlen)
 {
     sched_state *s = &g_plugin.sched;
@@ -304,16 +344,63 @@ int sched_setup(char *err, size_t errlen)
     }
     if (open_switchlog(err, errlen))
         return -1;
-    snprintf(g_plugin.cfg.settings.policy, sizeof g_plugin.cfg.settings.policy, "%s",
-             pct_kind_name(s->cfg.kind));
-    g_plugin.cfg.settings.seed = s->cfg.seed;
-    weft_set_mode mode = s->cfg.kind != PCT_KIND_PPCT ? WEFT_SET_SINGLE
-                         : s->ppct_host_parallel      ? WEFT_SET_PARALLEL
-                                                      : WEFT_SET_IN_ORDER;
-    if (weft_platform_set_policy(g_plugin.platform, s->policy, mode) != 0) {
+    name_policy();
+    if (weft_platform_set_policy(g_plugin.platform, s->policy, set_mode(&s->cfg)) != 0) {
         snprintf(err, errlen, "platform: policy set after threads started");
         return -1;
     }
+    return 0;
+}
+
+void sched_serve(void)
+{
+    weft_platform_journal_where(g_plugin.platform, where);
+}
+
+static void decided_at(int pe, uint64_t pc, uint64_t seq)
+{
+    where_then.pe = pe;
+    where_then.pc = pc;
+    where_then.seq = seq;
+}
+
+/* The child's record and switch log start as a fresh run's: empty, then
+ * the prefix's decisions as the catch-up makes them again. */
+static int adopt_logs(const char *record, const char *switchlog, char *err, size_t errlen)
+{
+    sched_state *s = &g_plugin.sched;
+    s->record_path = record;
+    s->switchlog_path = switchlog;
+    s->log_total = s->log_preemptions = s->log_stays = 0;
+    if (record) {
+        if (!s->log)
+            s->log = calloc(SCHED_LOG_MAX, sizeof *s->log);
+        if (!pe_vcpu)
+            pe_vcpu = calloc(g_plugin.cfg.max_pes ? g_plugin.cfg.max_pes : 1, sizeof *pe_vcpu);
+        pct_policy_on_decision(s->policy, log_decision, NULL);
+    }
+    return open_switchlog(err, errlen);
+}
+
+int sched_adopt(const pct_config *cfg, pct_policy *policy, const char *record,
+                const char *switchlog, char *err, size_t errlen)
+{
+    sched_state *s = &g_plugin.sched;
+    pct_policy *old = s->policy;
+    s->cfg = *cfg;
+    s->policy = policy;
+    if (adopt_logs(record, switchlog, err, errlen))
+        return -1;
+    int rc = weft_platform_policy_catch_up(g_plugin.platform, policy, decided_at, err, errlen);
+    where_then.pe = -1;
+    if (rc)
+        return -1;
+    if (weft_platform_adopt_policy(g_plugin.platform, policy, set_mode(cfg), (uint64_t)gettid())) {
+        snprintf(err, errlen, "platform: the policy cannot take over the main thread");
+        return -1;
+    }
+    pct_policy_destroy(old);
+    name_policy();
     return 0;
 }
 

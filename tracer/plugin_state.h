@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <qemu-plugin.h>
 
@@ -204,8 +205,24 @@ typedef struct spec_state {
     atomic_int invalid; /* a pc was blamed: this trace will be discarded, record no more */
 } spec_state;
 
+/* A fork server (plugin_server.c): the program runs once up to its first
+ * thread creation; from there each request forks a child that runs one
+ * seed to its end, as a fresh qemu would have. */
+typedef struct server_state {
+    int on;             /* server=RFD:WFD: this qemu is a fork server */
+    int in_prefix;      /* the server before its first clone: events kept in memory */
+    int child;          /* a server's child, running one seed */
+    int rfd, wfd;       /* requests in, answers out */
+    atomic_int forking; /* the server's own fork is under way: not a guest's */
+    weft_event *prefix; /* events flushed before the first clone (thread 0's) */
+    size_t nprefix, cap;
+    int placeholder_fd; /* keeps the trace spool's fd number for the children */
+} server_state;
+
 typedef struct plugin {
     plugin_config cfg;
+    server_state server;
+    weft_trace_meta meta; /* the trace's header, kept for a fork server's children */
     sched_state sched;
     spec_state spec;
     weft_platform *platform;
@@ -256,9 +273,24 @@ int insn_branch_target(uint32_t w, uint64_t pc, uint64_t *target);
 void plugin_fault_setup(struct qemu_plugin_tb *tb);
 /* The vCPU's event buffer: the writer's crash-proof one if it can. */
 int plugin_buf_attach(vcpu_state *v, unsigned index);
+/* A fork server's child, once its writer is open: the buffers the server
+ * kept in private memory (it had no writer) move to the writer's
+ * crash-proof ones, as a fresh run's are. */
+void plugin_buf_rejoin(void);
 /* The writer stopped at a limit: say why, leave the spool for salvage and
  * end the process at once (another thread may be recording). */
 void plugin_stop(void) __attribute__((noreturn));
+static inline int plugin_tracing_here(void)
+{
+    return getpid() == g_plugin.owner_pid;
+}
+
+/* POS's guesses of what a thread touches next. A fork server keeps them
+ * during its prefix whatever its own policy, since a child may run POS. */
+static inline int plugin_pos_bookkeeping(void)
+{
+    return g_plugin.sched.cfg.kind == PCT_KIND_POS || g_plugin.server.in_prefix;
+}
 
 static inline uint64_t vcpu_cycles_at(const vcpu_state *v, uint64_t insn_index)
 {
@@ -293,11 +325,37 @@ void plugin_finish(uint32_t extra_flags);
 void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uint64_t cycles);
 /* Replays: the thread yielded (sched_yield, nanosleep, YIELD, WFE). */
 void plugin_spin_yield(vcpu_state *v);
+/* plugin_finish.c */
+void plugin_at_exit(qemu_plugin_id_t id, void *udata);
+void plugin_start_watchdog(void);
+/* Open the trace at cfg.out with the kept meta and the current settings. */
+int plugin_open_writer(char *err, size_t errlen);
 
 /* A plugin argument's number (decimal or 0x hex): 0, or -1 if malformed. */
 int plugin_parse_u64(const char *s, uint64_t *out);
 
+/* plugin_server.c */
+int server_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours, -1 bad */
+int server_setup(char *err, size_t errlen);
+void server_keep(const weft_event *ev, size_t n);
+/* Syscall entry during the prefix: the first clone of a thread is where the
+ * server serves (it returns only in a child); leaving the prefix otherwise
+ * (exit, fork, exec) ends the server. */
+void server_at_syscall(vcpu_state *v, int64_t num, uint64_t a1);
+
 /* plugin_sched.c */
+/* A policy parameter (sched, seed, depth, steps, nthreads, radius,
+ * starve) into cfg: 1 taken, 0 not one, -1 bad value. */
+int sched_parse_policy_arg(pct_config *cfg, const char *key, const char *val);
+/* A fork server: its journal of the prefix's decisions notes where each
+ * was made, for the children's switch logs. */
+void sched_serve(void);
+/* A fork server's child: `policy` (fresh, from cfg) is caught up with the
+ * prefix, its switches logged as in a fresh run (the record goes to
+ * `record`, the switch log to `switchlog` if not NULL), and decides from
+ * now on. 0, or -1 + err. */
+int sched_adopt(const pct_config *cfg, pct_policy *policy, const char *record,
+                const char *switchlog, char *err, size_t errlen);
 /* Sorted pcs from a file of hex pcs, one per line; -1 + err if unreadable. */
 int plugin_load_pcs(const char *path, uint64_t **pcs, size_t *npcs, char *err, size_t errlen);
 int plugin_pcs_contain(const uint64_t *pcs, size_t npcs, uint64_t pc);

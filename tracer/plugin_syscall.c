@@ -312,6 +312,8 @@ void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t 
     vcpu_state *v = plugin_vcpu(vcpu_index);
     if (!v || v->pe < 0 || getpid() != g_plugin.owner_pid)
         return;
+    if (g_plugin.server.in_prefix)
+        server_at_syscall(v, num, a1); /* a fork server serves from its first clone */
     const uint64_t args[6] = {a1, a2, a3, a4, a5, a6};
     int pe = v->pe;
     weft_platform_busy(g_plugin.platform, pe, 1);

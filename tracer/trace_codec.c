@@ -264,20 +264,7 @@ out:
 
 int trc_write_all(int fd, const void *p, size_t n)
 {
-    const uint8_t *q = p;
-    while (n) {
-        ssize_t w = write(fd, q, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return errno;
-        }
-        if (w == 0)
-            return ENOSPC;
-        q += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return weft_write_all(fd, p, n) ? errno : 0;
 }
 
 ssize_t trc_pread_all(int fd, void *p, size_t n, uint64_t off)

@@ -49,6 +49,24 @@ int weft_mkdirs(const char *path)
     }
 }
 
+int weft_write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = ENOSPC;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 int weft_write_atomic(const char *path, const char *buf, size_t len, char *err, size_t errlen)
 {
     char tmp[PATH_MAX + 32];
@@ -58,18 +76,11 @@ int weft_write_atomic(const char *path, const char *buf, size_t len, char *err, 
         snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
         return -1;
     }
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, buf + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-            close(fd);
-            unlink(tmp);
-            return -1;
-        }
-        off += (size_t)w;
+    if (weft_write_all(fd, buf, len)) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        return -1;
     }
     if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));

@@ -5,8 +5,16 @@
 # racing pairs first (a lock-ordered pair is no longer aligned).
 source "$(dirname "$0")/lib.sh"
 
-# racy_pcs FIXTURE: the pcs weft races reports on an exact trace, hex, sorted.
+# racy_pcs FOLDER: the pcs weft races reports on the campaign's profiling
+# trace (kept by --save-trace), hex, sorted.
 racy_pcs() {
+  { timeout -s KILL 60 "$WEFT" races --json "$1/profile.wtr" || true; } |
+    jq -r '.pcs[]' | sed 's/^0x//' | sort
+}
+
+# exact_racy_pcs FIXTURE: the pcs weft races reports on an exact trace
+# ($work/FIXTURE.wtr), hex, sorted.
+exact_racy_pcs() {
   timeout -s KILL 120 "$WEFT" trace -q --mode exact -o "$work/$1.wtr" -- "$WEFT_FIXTURES/$1" \
     >/dev/null 2>&1 || true
   { timeout -s KILL 60 "$WEFT" races --json "$work/$1.wtr" || true; } |
@@ -17,12 +25,12 @@ racy_pcs() {
 points() {
   local d="$work/$1-$2"
   run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --depth 2 --points "$2" --seed 1 \
-    --timeout 30 -o "$d" -- "$WEFT_FIXTURES/$1" >"$d.log" 2>&1
+    --timeout 30 --save-trace -o "$d" -- "$WEFT_FIXTURES/$1" >"$d.log" 2>&1
 }
 
 for fx in lost_update paper_mm lost_update_ok; do
-  want="$(racy_pcs "$fx")"
   points "$fx" races
+  want="$(racy_pcs "$work/$fx-races")"
   check "$fx --points races: ran (status $st)" test "$st" = 0 -o "$st" = 10
   check "$fx --points races: says it took the races' pcs" \
     grep -q "^weft: profiling trace: [0-9]* races\? (weft races)" "$work/$fx-races.log"
@@ -52,7 +60,7 @@ opt() { # TRACE OUT [OPTIONS]: status in $st, output in OUT.log
 candidates() { sed -nE 's/^weft: exact solver: ([0-9]+) candidate pairs.*/\1/p' "$1"; }
 
 # paper_avn_ok: the only pairs are glibc's lock word, written under the lock.
-racy_pcs paper_avn_ok >/dev/null
+exact_racy_pcs paper_avn_ok >/dev/null
 opt "$work/paper_avn_ok.wtr" "$work/avnok.json"
 check "paper_avn_ok: without --from-races a plan (status $st)" test "$st" = 0 -a -s "$work/avnok.json"
 opt "$work/paper_avn_ok.wtr" "$work/avnok-races.json" --from-races
@@ -61,7 +69,7 @@ check "paper_avn_ok --from-races: says there is no race" grep -q "no data race i
 check "paper_avn_ok --from-races: no plan written" test ! -e "$work/avnok-races.json"
 
 for fx in paper_avn paper_ac lost_update; do
-  pcs="$(racy_pcs "$fx")"
+  pcs="$(exact_racy_pcs "$fx")"
   opt "$work/$fx.wtr" "$work/$fx-plain.json"
   opt "$work/$fx.wtr" "$work/$fx-races.json" --from-races
   check "$fx --from-races: a plan (status $st)" test "$st" = 0 -a -s "$work/$fx-races.json"

@@ -9,3 +9,4 @@ weft_e2e_test(e2e_replay_controls_bench replay_controls_bench.sh)
 # A failing run explained (--explain, weft explain), minimized (--minimize)
 # and replayed from its schedule file 10 times (--schedule).
 weft_e2e_test(e2e_replay_explain replay_explain.sh)
+weft_e2e_test(e2e_replay_fork_server replay_fork_server.sh)

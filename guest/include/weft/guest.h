@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "weft/trace.h"
 
@@ -74,6 +75,15 @@ int guest_check_binary(const char *binary, const char *sysroot);
 /* Run qemu-aarch64 on the guest in its own process group, killing the group
  * with SIGKILL at the time limit or when weft gets SIGINT/SIGTERM. */
 int guest_run_qemu(const guest_run *run, guest_result *res);
+/* An fd the qemu process gets at number `to` (weft's `from`). */
+typedef struct guest_fd {
+    int from, to;
+} guest_fd;
+/* Start qemu on the guest in its own process group (killed with weft, by
+ * PR_SET_PDEATHSIG) without waiting for it: a fork server (replay/server.c).
+ * It keeps 0, 1, 2 (or the run's capture files) and `fds`, no other fd of
+ * weft's. 0 with *pid, or -1 after one line. */
+int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid_t *pid);
 /* Path of the tracer plugin: WEFT_PLUGIN, else ../tracer or ../WEFT_PKGLIBDIR
  * next to the weft binary; NULL (and one line printed) if none exists. */
 const char *guest_plugin_path(void);
@@ -89,6 +99,10 @@ int guest_trace_run(const guest_run *run, const char *trace_path, guest_result *
 /* One run of qemu for guest_trace_run (no speculation). */
 int guest_trace_run_once(const guest_run *run, const char *trace_path, guest_result *r,
                          uint32_t *final_flags);
+/* The second half of guest_trace_run_once for a guest weft did not start
+ * itself (a fork server's child, r->pid its pid): once it has ended as r
+ * says, make sure a readable trace exists (salvage, outcome flags). */
+int guest_trace_settle(const char *trace_path, guest_result *r, uint32_t *final_flags);
 /* guest_trace_run's exact mode by speculation: run with few gates, let the
  * tracer check the order, run again gating what it blamed (speculate.c). */
 int guest_trace_run_speculative(const guest_run *run, const char *trace_path, guest_result *r,

@@ -163,6 +163,35 @@ void weft_platform_describe_step(weft_platform *p, int pe, uint64_t exec_obj, in
  * may be in qemu's exclusive section although it is in a syscall. */
 void weft_platform_forking(weft_platform *p, int pe, int on);
 
+/* ---- a fork server's children (tracer/plugin_server.c) ------------------- */
+
+/* From now on keep a journal of every call made to the policy (at most
+ * `cap`; beyond that the journal is marked overflowed): the calls of a
+ * fork server's prefix, run once for all its children. */
+void weft_platform_journal_policy(weft_platform *p, size_t cap);
+int weft_platform_journal_overflowed(weft_platform *p);
+/* Where a thread is, as the caller's decision log sees it (a pc and a count
+ * of its events): noted with each journaled decision, so that a child's log
+ * of the prefix's decisions says where they were made, not where the fork
+ * was. Called under the platform's lock. */
+typedef void (*weft_platform_where_fn)(int pe, uint64_t *pc, uint64_t *seq);
+void weft_platform_journal_where(weft_platform *p, weft_platform_where_fn where);
+/* Feed the journal to `fresh`, a new policy that saw no thread yet: it ends
+ * in the state it would have reached had it been the policy from the start.
+ * Before each decision, `at` (if not NULL) gets where its thread was when
+ * the prefix made it. 0, or -1 + err if one of its decisions differs from
+ * the journal's (the prefix would then depend on the policy, and a child
+ * could not share it). */
+int weft_platform_policy_catch_up(weft_platform *p, struct pct_policy *fresh,
+                                  void (*at)(int pe, uint64_t pc, uint64_t seq), char *err,
+                                  size_t errlen);
+/* In a fork's child: `policy` (caught up) replaces the policy, with its set
+ * mode, and the only thread, the main one, now runs as host thread `tid`.
+ * Ends the journal. 0, or -1 if more than one thread exists, no policy was
+ * set, or either side is host-parallel (a token per thread). */
+int weft_platform_adopt_policy(weft_platform *p, struct pct_policy *policy, weft_set_mode mode,
+                               uint64_t tid);
+
 /* exit_group or fatal signal: stop gating forever so qemu's exclusive
  * sections can run. */
 void weft_platform_exiting(weft_platform *p);

@@ -5,6 +5,8 @@
  *   profile.c        the profiling runs: k, n and the shared-access pcs
  *   run.c            one seed: run, verdict, JSON line
  *   campaign.c       many seeds in parallel, runs.jsonl, resume, progress
+ *   server.c         fork servers: the program run once to its first thread,
+ *                    a forked child per seed from there
  *   summary.c        the summary of a runs.jsonl
  *   merge.c          weft merge: shards into one campaign
  *   inject.c         injected runs and their traces (weft inject)
@@ -19,6 +21,7 @@
 #define WEFT_REPLAY_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
 
@@ -58,6 +61,9 @@ typedef enum replay_points {
 } replay_points;
 const char *replay_points_name(replay_points p);
 
+typedef struct replay_pool replay_pool;     /* a campaign's fork servers (server.c) */
+typedef struct replay_server replay_server; /* one job slot's fork server */
+
 typedef struct replay_config {
     pct_kind kind;
     uint64_t depth, radius;
@@ -76,7 +82,7 @@ typedef struct replay_config {
      * shared access (race_points.c). The campaign is a visible one. */
     int race_points;
     char pcs_path[PATH_MAX + 32]; /* the shared-access pcs: SHARED, VISIBLE (profiled), PCS */
-    char k_source[96]; /* where k came from, for campaign.json and the plan line */
+    char k_source[96];            /* where k came from, for campaign.json and the plan line */
     uint64_t npcs;
     int host_parallel;
     uint64_t first_seed, runs;
@@ -88,6 +94,9 @@ typedef struct replay_config {
     int resume, save_trace, stop_on_hit, quiet;
     char schedule_path[PATH_MAX + 64]; /* --schedule: the script policy's switches */
     guest_run run;                     /* binary, argv, sysroot; plugin_args built per seed */
+    int no_fork_server;                /* --no-fork-server: a qemu of its own for every run */
+    replay_pool *pool;     /* fork servers shared by several campaigns (the portfolio's), or NULL */
+    replay_server *server; /* a worker's: its job slot's server, NULL for one qemu per run */
 } replay_config;
 
 /* A line of a runs.jsonl, to put lines in seed order (then in the order
@@ -118,6 +127,8 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
 int replay_bounded_schedule(const replay_config *c, uint64_t seed, uint32_t *bound,
                             uint64_t *index);
 
+/* The policy's plugin arguments (sched=, seed=, depth=, ...) for this seed. */
+int replay_policy_args(const replay_config *c, uint64_t seed, char *buf, size_t len);
 /* The plugin arguments of a replay with this config and seed (no out=). */
 int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t len);
 
@@ -180,6 +191,48 @@ int replay_portfolio(replay_config *c);
 /* Run seeds first_seed..first_seed+runs-1 (skipping those already in
  * runs.jsonl with --resume), `jobs` at a time. Returns weft's exit status. */
 int replay_campaign(replay_config *c);
+
+/* ---- fork servers (server.c) ----------------------------------------- */
+
+/* Fork servers for campaigns of c's program (docs/replay.md, "The fork
+ * server"): one per job slot, each started at its first use, each a qemu
+ * that ran the program to its first thread creation and forks a child per
+ * seed from there. A pool is "off" when the program or the options rule a
+ * server out (--no-fork-server, a single --seed run, --host-parallel, stdin
+ * a pipe, a program a server declines): it then says why in one line
+ * (unless quiet) and every run has its own qemu. */
+replay_pool *replay_pool_create(const replay_config *c);
+/* Stops every server (SIGKILL to its process group) and frees the pool. */
+void replay_pool_destroy(replay_pool *p);
+/* Job slot `slot`'s server for a run of c, started if need be (which waits
+ * until it is ready, or until *stop); NULL: run this seed with a qemu of
+ * its own. */
+replay_server *replay_pool_server(replay_pool *p, const replay_config *c, unsigned slot,
+                                  volatile sig_atomic_t *stop);
+/* The slot's server failed, or its worker ended without reading every
+ * answer: stop it. It is started again at its next use, up to a few times. */
+void replay_pool_lost(replay_pool *p, unsigned slot);
+/* waitpid reaped `pid`: if it was a server, it is gone. */
+void replay_pool_reaped(replay_pool *p, pid_t pid);
+
+/* In a worker: run one seed as a child of server s, its files at these
+ * paths, with c's time limit, then settle its trace as guest_trace_run
+ * does. 0 (r and flags filled; r->end GUEST_INTERRUPTED after SIGINT or
+ * SIGTERM), -1 no readable trace, -2 after one line (its files could not
+ * be made), 1 the server failed before the run started: run it with a qemu
+ * of its own. replay_server_lost then says whether to restart the server. */
+typedef struct replay_run_files {
+    const char *trace, *record, *switches, *out,
+        *err; /* the record, the switch log, stdout, stderr */
+} replay_run_files;
+int replay_server_run(replay_server *s, const replay_config *c, uint64_t seed,
+                      const replay_run_files *files, guest_result *r, uint32_t *flags);
+int replay_server_lost(const replay_server *s);
+/* In a worker, before replay_server_run: once the server has answered the
+ * run's status, store 1 in *flag and write a byte to wake_fd, so that the
+ * campaign sends the next seed to the server while this worker still
+ * judges the run. s may be NULL (nothing to say). */
+void replay_server_when_free(replay_server *s, volatile int *flag, int wake_fd);
 
 /* ---- summaries (summary.c) ----------------------------------------- */
 

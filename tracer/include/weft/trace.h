@@ -145,6 +145,9 @@ void weft_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double weft_now_s(void);
 /* mkdir -p; 0 or -1 (prints the error). */
 int weft_mkdirs(const char *path);
+/* Write all n bytes to fd, across short writes and EINTR. 0, or -1 with
+ * errno set (ENOSPC if the file takes no more). */
+int weft_write_all(int fd, const void *buf, size_t n);
 /* Write buf to path atomically (temporary file, fsync, rename). 0, or -1
  * with a one-line message in err. */
 int weft_write_atomic(const char *path, const char *buf, size_t len, char *err, size_t errlen);

@@ -1,0 +1,205 @@
+# The fork server (docs/replay.md, "The fork server"): the same seeds run
+# as children of a server and with a qemu each (--no-fork-server) give the
+# same runs.jsonl lines but for wall_s, and byte-identical traces, stdout and
+# stderr for every kept (failing) run, on every fixture the replay tests use
+# and in the portfolio (whose policies share the servers). What the program
+# wrote and read before its first thread belongs to every run. Programs a
+# server cannot serve fall back with a note. A killed server is replaced; a
+# SIGTERM or SIGKILL to weft mid-campaign loses no finished run and leaves no
+# qemu; --resume runs exactly the rest.
+source "$(dirname "$0")/lib.sh"
+
+# same NAME OPTIONS... -- PROGRAM ARGS: one campaign each way, compared.
+same() {
+  local name="$1" a="$work/$1-server" b="$work/$1-plain"
+  shift
+  run_status sa "$WEFT" replay --jobs 2 --timeout 60 --save-trace --output "$a" "$@" \
+    </dev/null >"$a.log" 2>&1
+  run_status sb "$WEFT" replay --jobs 2 --timeout 60 --save-trace --no-fork-server --output "$b" \
+    "$@" </dev/null >"$b.log" 2>&1
+  check "$name: same status ($sa, $sb)" test "$sa" = "$sb"
+  local note
+  note="$(grep -m1 'one qemu per run' "$a.log" || true)"
+  check "$name: the server ran the runs${note:+ (but: $note)}" test -z "$note"
+  local dirs=("") d
+  [ -f "$a/runs.jsonl" ] || mapfile -t dirs < <(cd "$a" && ls -d -- */runs.jsonl | xargs -n1 dirname)
+  for d in "${dirs[@]}"; do
+    local ra="$a/$d/runs.jsonl" rb="$b/$d/runs.jsonl" what="$name${d:+ $d}"
+    check "$what: runs.jsonl has lines" test -s "$ra"
+    if cmp -s <(jq -c 'del(.wall_s)' "$ra") <(jq -c 'del(.wall_s)' "$rb"); then
+      ok "$what: the same $(wc -l <"$ra") lines but wall_s ($(jq -r .verdict "$ra" | sort | uniq -c | xargs))"
+    else
+      fail "$what: runs.jsonl differs: $(diff <(jq -c 'del(.wall_s)' "$ra") <(jq -c 'del(.wall_s)' "$rb") | head -4)"
+    fi
+    local kept=0 differ="" f
+    for f in "$a/$d"/traces/*; do
+      [ -e "$f" ] || continue
+      kept=$((kept + 1))
+      # A deadlock report names host TIDs, which no two runs share.
+      cmp -s <(sed 's/(tid [0-9]*)/(tid)/' "$f") <(sed 's/(tid [0-9]*)/(tid)/' "$b/$d/traces/${f##*/}") ||
+        differ="$differ ${f##*/}"
+    done
+    check "$what: $kept kept files (traces, stdout, stderr) byte-identical${differ:+, not:$differ}" \
+      test -z "$differ"
+  done
+}
+
+# The known bugs as replay_bugs.sh finds them, the failures of
+# replay_verdicts.sh, the paper's avn and the controls of replay_controls.sh.
+declare -A how=(
+  [order_violation]="pct 1 none"
+  [atomicity_violation]="random 1 shared"
+  [lost_update]="ppct 2 shared"
+  [wsq]="random 1 shared"
+  [deadlock_lock_order]="random 1 shared"
+  [deadlock_jdbc]="pct 3 shared"
+  [paper_avn]="pct 2 visible"
+  [fail_abort]="pct 1 none"
+  [fail_segv]="pct 1 none"
+  [fail_deadlock]="random 1 none"
+)
+cases=0
+while IFS=$'\t' read -r name threads kind depth status args; do
+  runs=12
+  case "$name" in
+    *_ok) cfg="random 1 shared" runs=6 ;;
+    *) cfg="${how[$name]:-}" ;;
+  esac
+  [ -n "$cfg" ] || continue
+  read -r sched d points <<<"$cfg"
+  cases=$((cases + 1))
+  # shellcheck disable=SC2086 # the manifest's args are words
+  same "$name" --sched "$sched" --depth "$d" --points "$points" --runs "$runs" \
+    --expect-exit "${status/hang/0}" -- "$WEFT_FIXTURES/$name" $args
+done < <(grep -v '^#' "$WEFT_SRC/fixtures/manifest.tsv")
+check "the manifest has the fixtures the replay tests use ($cases)" test "$cases" -ge 18
+same portfolio --runs 15 -- "$WEFT_FIXTURES/lost_update"
+
+# A time limit kills the child's process group, like a qemu's (a copy of
+# parallel8, far too many passes to end, so that no other test's guest
+# counts; a spinner would end as a livelock).
+cp "$WEFT_FIXTURES/parallel8" "$work/longrun"
+run_status st "$WEFT" replay --sched random --points none --steps 10 --threads 9 --runs 2 --jobs 2 \
+  --timeout 2 --output "$work/long" -- "$work/longrun" 100000000 >"$work/long.log" 2>&1
+check "endless guest: both runs time out under the server (status $st)" \
+  test "$(jq -r .verdict "$work/long/runs.jsonl" | sort | uniq -c | xargs)" = "2 timeout"
+check "endless guest: under the server" bash -c "! grep -q 'one qemu per run' '$work/long.log'"
+check "endless guest: no child left" bash -c "! pgrep -f 'qemu-aarch6[4].*$work/longrun' >/dev/null"
+
+# What the program writes before its first thread is in every run's stdout
+# and stderr; a regular stdin is read by each run from where the program
+# was when the server forked (4 bytes in), whatever earlier runs read.
+cat >"$work/probe.c" <<'EOF'
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static char rest[64];
+static ssize_t got;
+static void *reader(void *arg) { got = read(0, rest, sizeof rest - 1); return arg; }
+int main(void)
+{
+    char head[4];
+    write(1, "out before\n", 11);
+    write(2, "err before\n", 11);
+    ssize_t n = read(0, head, 4);
+    pthread_t t;
+    pthread_create(&t, NULL, reader, NULL);
+    pthread_join(t, NULL);
+    printf("head %zd, rest %zd: %s\n", n, got, rest);
+    printf("BUG: always, to keep the files\n");
+    return 3;
+}
+EOF
+if aarch64-linux-gnu-gcc -static -pthread -O1 -o "$work/probe" "$work/probe.c" 2>"$work/cc.log"; then
+  printf 'abcdefghij' >"$work/stdin"
+  run_status st "$WEFT" replay --sched pct --depth 2 --steps 4 --threads 2 --points none --runs 4 \
+    --jobs 2 --save-trace --output "$work/probe-run" -- "$work/probe" <"$work/stdin" >"$work/probe.log" 2>&1
+  check "probe: 4 runs, each a bug (status $st)" \
+    test "$(jq -r .verdict "$work/probe-run/runs.jsonl" | sort | uniq -c | xargs)" = "4 bug"
+  check "probe: under the server" bash -c "! grep -q 'one qemu per run' '$work/probe.log'"
+  printf 'out before\nhead 4, rest 6: efghij\nBUG: always, to keep the files\n' >"$work/want.out"
+  for s in 1 2 3 4; do
+    check "probe seed $s: stdout has the prefix's line and stdin from byte 4" \
+      cmp "$work/probe-run/traces/seed-$s.stdout" "$work/want.out"
+    check "probe seed $s: stderr has the prefix's line" \
+      grep -qx "err before" "$work/probe-run/traces/seed-$s.stderr"
+  done
+else
+  fail "probe: the cross compiler failed: $(head -3 "$work/cc.log")"
+fi
+
+# Programs a server cannot serve: one qemu per run, said in one line.
+run_status st "$WEFT" replay --sched random --points none --runs 3 --jobs 2 --expect-exit 2 \
+  --output "$work/nothread" -- "$WEFT_FIXTURES/many_threads" 0 >"$work/nothread.log" 2>&1
+check "no thread: status 0 (got $st)" test "$st" = 0
+check "no thread: the note says why" \
+  grep -qx "weft: many_threads exits before creating a thread (every run is the same): one qemu per run" \
+  "$work/nothread.log"
+run_status st "$WEFT" replay --sched random --points none --runs 3 --jobs 2 \
+  --output "$work/piped" -- "$WEFT_FIXTURES/lost_update_ok" < <(echo) >"$work/piped.log" 2>&1
+check "stdin a pipe: status 0 (got $st)" test "$st" = 0
+check "stdin a pipe: the note says why" grep -q "has a pipe as stdin.*: one qemu per run" \
+  "$work/piped.log"
+
+# servers_of PID: the qemu children of weft (its fork servers).
+servers_of() { pgrep -P "$1" -f "qemu-aarch64.*server=" || true; }
+lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
+# start CMD...: CMD in the background under a kill timer; $pid is CMD's
+# own pid (not the timer's), $timer the timer's.
+start() {
+  timeout -s KILL 300 "$@" &
+  timer=$!
+  pid=""
+  for _ in $(seq 200); do
+    pid="$(pgrep -P "$timer" || true)"
+    [ -n "$pid" ] && break
+    sleep 0.01
+  done
+}
+wait_timer() { # the timer's status in $st
+  set +e
+  { wait "$timer"; } 2>/dev/null
+  st=$?
+  set -e
+}
+wait_lines() { # FILE N
+  for _ in $(seq 600); do
+    [ "$(lines "$1")" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+ok_fx="$WEFT_FIXTURES/lost_update_ok"
+campaign=(replay --sched random --points shared --runs 120 --jobs 2 --timeout 30)
+
+# A server killed mid-campaign is replaced; its seed is not lost.
+start "$WEFT" "${campaign[@]}" --output "$work/killsrv" -- "$ok_fx" >"$work/killsrv.log" 2>&1
+check "kill a server: runs under way" wait_lines "$work/killsrv/runs.jsonl" 10
+victims="$(servers_of "$pid")"
+check "kill a server: weft has servers (${victims//$'\n'/ })" test -n "$victims"
+# shellcheck disable=SC2086 # pids
+kill -KILL $victims 2>/dev/null || true
+wait_timer
+check "kill a server: the campaign ends well (status $st)" test "$st" = 0
+check "kill a server: seeds 1..120, each once" \
+  test "$(jq -s -c '[.[].seed] == [range(1; 121)]' "$work/killsrv/runs.jsonl")" = true
+
+# SIGTERM, then SIGKILL to weft mid-campaign, each followed by --resume.
+for sig in TERM KILL; do
+  out="$work/stop-$sig"
+  start "$WEFT" "${campaign[@]}" --output "$out" -- "$ok_fx" >"$out.log" 2>&1
+  check "SIG$sig: runs under way" wait_lines "$out/runs.jsonl" 15
+  kill -"$sig" "$pid"
+  wait_timer
+  [ "$sig" = TERM ] && check "SIGTERM: status 143, 128 + SIGTERM (got $st)" test "$st" = 143
+  done1="$(lines "$out/runs.jsonl")"
+  sleep 1 # a worker of a killed weft may still be writing its line
+  check "SIG$sig: no qemu of the campaign left" bash -c "! pgrep -f 'qemu-aarch6[4].*$out/' >/dev/null"
+  check "SIG$sig: kept whole lines of distinct seeds ($(lines "$out/runs.jsonl"), $done1 at once)" \
+    test "$(jq -s '[.[].seed] | length == (unique | length)' "$out/runs.jsonl")" = true
+  run_status st "$WEFT" "${campaign[@]}" --resume --output "$out" -- "$ok_fx" >"$out.resume" 2>&1
+  check "SIG$sig: --resume ends well (status $st)" test "$st" = 0
+  check "SIG$sig: seeds 1..120, each once" \
+    test "$(jq -s -c '[.[].seed] == [range(1; 121)]' "$out/runs.jsonl")" = true
+done
+finish

@@ -1,0 +1,140 @@
+/* The end of a run: the trace's summary and thread table, written once by
+ * whichever comes first (exit_group under a policy, qemu's exit, the
+ * deadlock watchdog). */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin_state.h"
+
+void plugin_finish(uint32_t extra_flags)
+{
+    /* A fork server has no trace of its own: its children have. */
+    if (!plugin_tracing_here() || !g_plugin.writer || atomic_exchange(&g_plugin.finished, 1))
+        return;
+    /* The other threads stay where they wait (a replay's gates) until their
+     * buffers are taken: released first, they ran on and a flush of theirs
+     * could empty a buffer before it was read, losing its events. */
+    for (unsigned i = 0; i < PLUGIN_MAX_VCPUS; i++) {
+        vcpu_state *v = g_plugin.vcpus[i];
+        if (v && v->pe >= 0 && v->nbuf) {
+            g_plugin.threads[v->pe].events += v->nbuf;
+            if (weft_trace_writer_append_buf(g_plugin.writer, v->lb) < 0)
+                atomic_fetch_add(&g_plugin.write_errors, 1);
+            v->nbuf = 0;
+        }
+        if (v && v->pe >= 0 && !g_plugin.threads[v->pe].exited) {
+            /* Still running at exit_group: it ends where the process did. */
+            uint64_t end = vcpu_cycles_at(v, v->insns);
+            uint64_t cut = atomic_load(&g_plugin.exit_cycles);
+            uint64_t insns = v->insns;
+            if (end > cut) {
+                end = cut > v->offset ? cut : v->offset;
+                insns = (end - v->offset) / g_plugin.cfg.settings.cpi;
+            }
+            g_plugin.threads[v->pe].insns = insns;
+            g_plugin.threads[v->pe].end_cycles = end;
+        }
+    }
+    /* qemu's own exit stops every vCPU in an exclusive section, which no
+     * gate may hold up; a run the plugin ends itself (_exit right after)
+     * keeps them waiting, so that none runs on while the trace is written. */
+    if (!(extra_flags & PLUGIN_ENDS_RUN))
+        weft_platform_exiting(g_plugin.platform);
+    extra_flags &= ~PLUGIN_ENDS_RUN;
+    weft_platform_stats st;
+    weft_platform_get_stats(g_plugin.platform, &st);
+    uint32_t n = weft_platform_thread_count(g_plugin.platform);
+    weft_trace_thread *tt = calloc(n ? n : 1, sizeof *tt);
+    weft_trace_summary sum = {0};
+    sum.flags = WEFT_TRACE_COMPLETE | extra_flags;
+    if (atomic_load(&g_plugin.capped))
+        sum.flags |= WEFT_TRACE_TRUNCATED;
+    sum.exit_status = atomic_load(&g_plugin.exit_code);
+    if (!atomic_load(&g_plugin.exit_group_seen) && !(extra_flags & WEFT_TRACE_DEADLOCK))
+        sum.flags |= WEFT_TRACE_CRASHED; /* qemu exits without exit_group only on a fatal signal */
+    sum.stall_escapes = st.escapes;
+    if (st.late_gates) {
+        sum.flags |= WEFT_TRACE_UNORDERED;
+        fprintf(stderr,
+                "weft: %" PRIu64 " synchronization point%s passed behind virtual time (a thread "
+                "back from a system call that blocked outside the guest, or a stall escape): "
+                "the trace is flagged unordered and may not repeat byte for byte\n",
+                st.late_gates, st.late_gates == 1 ? " was" : "s were");
+    }
+    sum.nthreads = n;
+    sum.threads = tt;
+    for (uint32_t i = 0; tt && i < n; i++) {
+        int parent = weft_platform_thread_parent(g_plugin.platform, (int)i);
+        tt[i].id = i;
+        tt[i].parent = parent < 0 ? UINT32_MAX : (uint32_t)parent;
+        tt[i].tid = 0; /* host TIDs are not reproducible: see THREAD_START */
+        tt[i].start_time = cycles_to_ns(weft_platform_thread_start(g_plugin.platform, (int)i));
+        tt[i].end_time = cycles_to_ns(g_plugin.threads[i].end_cycles);
+        tt[i].events = g_plugin.threads[i].events;
+        tt[i].insns = g_plugin.threads[i].insns;
+        tt[i].exited = (uint32_t)g_plugin.threads[i].exited;
+        tt[i].exit_code = g_plugin.threads[i].exit_code;
+        if (tt[i].end_time > sum.makespan)
+            sum.makespan = tt[i].end_time;
+    }
+    sched_write_record();
+    inject_write_report(g_plugin.cfg.injected);
+    spec_finish();
+    char err[512];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (weft_trace_writer_finish(g_plugin.writer, &sum, err, sizeof err) != 0)
+        fprintf(stderr, "weft: %s\n", err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    g_plugin.writer = NULL;
+    if (getenv("WEFT_PLUGIN_STATS"))
+        fprintf(stderr,
+                "weft-stats: gates=%" PRIu64 " waits=%" PRIu64 " escapes=%" PRIu64
+                " kernel_steps=%" PRIu64 " transactions=%" PRIu64 " released=%" PRIu64
+                " exclusive_yields=%" PRIu64 " finish_s=%.3f\n",
+                st.gates, st.gate_waits, st.escapes, st.kernel_steps, st.transactions,
+                st.released_syscalls, st.exclusive_yields,
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    free(tt);
+}
+
+void plugin_at_exit(qemu_plugin_id_t id, void *udata)
+{
+    (void)id;
+    (void)udata;
+    plugin_finish(0);
+}
+
+/* Watches for the one situation no guest thread can report: every live
+ * thread asleep in a futex nobody will wake. */
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    struct timespec period = {0, 50 * 1000000L};
+    for (;;) {
+        nanosleep(&period, NULL);
+        if (!plugin_tracing_here() || atomic_load(&g_plugin.finished))
+            return NULL;
+        if (weft_platform_is_exiting(g_plugin.platform))
+            continue;
+        if (weft_platform_check_deadlock(g_plugin.platform)) {
+            char buf[4096];
+            weft_platform_describe_blocked(g_plugin.platform, buf, sizeof buf);
+            fprintf(stderr, "weft: deadlock: every live thread waits on a futex\n%s", buf);
+            atomic_store(&g_plugin.exit_code, 0);
+            plugin_finish(WEFT_TRACE_DEADLOCK);
+            _exit(86);
+        }
+    }
+}
+
+void plugin_start_watchdog(void)
+{
+    pthread_t wd;
+    if (pthread_create(&wd, NULL, watchdog, NULL) == 0)
+        pthread_detach(wd);
+}
