@@ -152,16 +152,6 @@ void pct_policy_destroy(pct_policy *p)
     free(p);
 }
 
-/* Ids of exited threads may be reused: the newest live one counts. */
-struct thread *pct_find(const pct_policy *p, pct_tid tid)
-{
-    for (size_t i = p->nthreads; i-- > 0;) {
-        if (p->threads[i].tid == tid && p->threads[i].state != PCT_THREAD_EXITED)
-            return &p->threads[i];
-    }
-    return NULL;
-}
-
 static bool is_low(const pct_policy *p, const struct thread *t)
 {
     return p->cfg.kind == PCT_KIND_PPCT && t->prio <= (int64_t)p->cfg.d;
@@ -375,13 +365,6 @@ int pct_step_access(pct_policy *p, pct_tid tid, uint64_t object, pct_access acce
     t->pend_object = 0;
     t->pend_access = PCT_ACCESS_UNKNOWN;
     return 0;
-}
-
-size_t pct_emit(pct_tid *out, size_t cap, size_t n, pct_tid tid)
-{
-    if (n < cap)
-        out[n] = tid;
-    return n + 1;
 }
 
 /* The listed thread (indices into threads) of highest priority. */

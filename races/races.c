@@ -467,3 +467,24 @@ void weft_races_get_stats(const weft_races *d, weft_races_stats *out)
     out->granules = d->sh.ngranules;
     out->threads = d->nth;
 }
+
+int weft_races_analyze(weft_races *d, weft_trace *t, char *err, size_t errlen)
+{
+    weft_event ev;
+    int r;
+    if (d->cfg.atomic_locations) {
+        weft_trace_rewind(t);
+        while ((r = weft_trace_next(t, &ev)) == 1)
+            if (weft_races_prescan(d, &ev) != 0)
+                return races_fail(err, errlen, "%s: out of memory", weft_trace_path(t));
+        if (r < 0)
+            return races_fail(err, errlen, "%s", weft_trace_error(t));
+    }
+    weft_trace_rewind(t);
+    while ((r = weft_trace_next(t, &ev)) == 1)
+        if (weft_races_feed(d, &ev) != 0)
+            return races_fail(err, errlen, "%s: %s", weft_trace_path(t), weft_races_error(d));
+    if (r < 0)
+        return races_fail(err, errlen, "%s", weft_trace_error(t));
+    return 0;
+}

@@ -212,24 +212,3 @@ size_t weft_races_pcs(weft_races *d, const uint64_t **pcs)
     *pcs = d->pcs;
     return d->npcs;
 }
-
-int weft_races_analyze(weft_races *d, weft_trace *t, char *err, size_t errlen)
-{
-    weft_event ev;
-    int r;
-    if (d->cfg.atomic_locations) {
-        weft_trace_rewind(t);
-        while ((r = weft_trace_next(t, &ev)) == 1)
-            if (weft_races_prescan(d, &ev) != 0)
-                return races_fail(err, errlen, "%s: out of memory", weft_trace_path(t));
-        if (r < 0)
-            return races_fail(err, errlen, "%s", weft_trace_error(t));
-    }
-    weft_trace_rewind(t);
-    while ((r = weft_trace_next(t, &ev)) == 1)
-        if (weft_races_feed(d, &ev) != 0)
-            return races_fail(err, errlen, "%s: %s", weft_trace_path(t), weft_races_error(d));
-    if (r < 0)
-        return races_fail(err, errlen, "%s", weft_trace_error(t));
-    return 0;
-}

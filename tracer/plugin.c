@@ -21,80 +21,6 @@
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
-plugin g_plugin;
-
-vcpu_state *plugin_vcpu(unsigned int index)
-{
-    if (index >= PLUGIN_MAX_VCPUS)
-        return NULL;
-    vcpu_state *v = g_plugin.vcpus[index];
-    if (!v) {
-        v = calloc(1, sizeof *v);
-        if (!v)
-            return NULL;
-        v->pe = -1;
-        if (plugin_buf_attach(v, index) < 0) {
-            free(v);
-            return NULL;
-        }
-        g_plugin.vcpus[index] = v;
-    }
-    return v;
-}
-
-void plugin_flush(vcpu_state *v)
-{
-    if (v->nbuf == 0 || v->pe < 0)
-        return;
-    /* Counted per buffer, not per event: the limit is approximate (by up to
-     * a buffer per thread) so that recording stays free of shared writes. */
-    if (g_plugin.cfg.max_events &&
-        atomic_fetch_add(&g_plugin.flushed, v->nbuf) + v->nbuf >= g_plugin.cfg.max_events)
-        atomic_store(&g_plugin.capped, 1);
-    /* Counted per buffer: threads' records share cache lines, and a count
-     * per event made the cores fight over them. */
-    g_plugin.threads[v->pe].events += v->nbuf;
-    int rc = 0;
-    if (plugin_tracing_here() && g_plugin.writer && !atomic_load(&g_plugin.finished)) {
-        weft_platform_busy(g_plugin.platform, v->pe, 1); /* may sleep on the writer's lock */
-        rc = weft_trace_writer_append_buf(g_plugin.writer, v->lb);
-        if (rc < 0)
-            atomic_fetch_add(&g_plugin.write_errors, 1);
-        weft_platform_busy(g_plugin.platform, v->pe, -1);
-    } else if (g_plugin.server.in_prefix) {
-        server_keep(v->buf, v->nbuf); /* every child's trace starts with them */
-    }
-    v->nbuf = 0;
-    if (rc == 1)
-        plugin_stop();
-}
-
-void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
-                   uint8_t size, uint16_t flags)
-{
-    if (v->pe < 0 || cycles > atomic_load_explicit(&g_plugin.exit_cycles, memory_order_relaxed) ||
-        atomic_load_explicit(&g_plugin.spec.invalid, memory_order_relaxed) ||
-        atomic_load_explicit(&g_plugin.capped, memory_order_relaxed))
-        return;
-    if (!v->begun && kind != WEFT_EV_THREAD_START)
-        plugin_begin_thread(v, 0); /* an event before its first turn: it started unordered */
-    if (g_plugin.cfg.inject && kind != WEFT_EV_DELAY)
-        cycles += inject_at_record(v, cycles, pc); /* not applied at a gate: shift here */
-    weft_event *e = &v->buf[v->nbuf++];
-    e->time = cycles_to_ns(cycles);
-    e->seq = 0;
-    e->addr = addr;
-    e->pc = pc;
-    e->thread = (uint32_t)v->pe;
-    e->kind = kind;
-    e->size = size;
-    e->flags = flags;
-    /* Published after the event: what a crash leaves in the buffer is whole. */
-    __atomic_store_n(&v->lb->n, (uint32_t)v->nbuf, __ATOMIC_RELEASE);
-    if (v->nbuf == PLUGIN_BUF_EVENTS)
-        plugin_flush(v);
-}
-
 static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
 {
     (void)id;
@@ -108,76 +34,6 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
             __atomic_store_n(&v->lb->n, 0, __ATOMIC_RELEASE);
         }
     }
-}
-
-/* A spinner re-reads a few addresses while nothing else runs: after this
- * many such loads in one turn, with no write to memory outside its stack, it
- * is demoted like a yield. A loop reading an array reads many addresses and
- * is not a spinner; a loop that re-reads one global this many times without
- * writing anything is taken for one (its demotion is counted as an override,
- * so the bound's claim leaves that run out). */
-#define SPIN_LOADS 1000
-
-static void livelock(void)
-{
-    /* One thread reports and ends the process; another that finds the same
-     * livelock meanwhile must not exit under it while the trace is written. */
-    static atomic_int claimed;
-    if (atomic_exchange(&claimed, 1))
-        for (;;)
-            pause();
-    char buf[4096];
-    weft_platform_describe_spinners(g_plugin.platform, buf, sizeof buf);
-    fprintf(stderr, "weft: livelock: every thread that can run spins without progress\n%s", buf);
-    plugin_finish(WEFT_TRACE_LIVELOCK | PLUGIN_ENDS_RUN);
-    _exit(87);
-}
-
-void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uint64_t cycles)
-{
-    weft_platform *p = g_plugin.platform;
-    v->last_gated_pc = pc;
-    if (write) {
-        v->spin_loads = 0;
-        v->nspin = 0;
-        weft_platform_progress(p, v->pe);
-        return;
-    }
-    uint64_t sw = weft_platform_handoffs(p);
-    if (sw != v->spin_sw) { /* another thread ran: it may have written */
-        v->spin_sw = sw;
-        v->spin_loads = 0;
-        v->nspin = 0;
-    }
-    unsigned i = 0;
-    while (i < v->nspin && v->spin_addr[i] != addr)
-        i++;
-    if (i == v->nspin) {
-        if (v->nspin == 4) { /* more than a few addresses: reading, not spinning */
-            v->nspin = 0;
-            v->spin_loads = 0;
-        }
-        v->spin_addr[v->nspin++] = addr;
-    }
-    if (++v->spin_loads >= SPIN_LOADS) {
-        v->spin_loads = 0;
-        if (weft_platform_spin(p, v->pe, pc))
-            livelock();
-        /* A decision here, so the demotion takes effect even if the loop
-         * has no schedule point of its own (a flag nobody ever writes is
-         * not a shared address). */
-        uint64_t resume;
-        weft_platform_busy(p, v->pe, 1);
-        weft_platform_gate(p, v->pe, cycles, pc, WEFT_SYNC_ACCESS, &resume);
-        weft_platform_busy(p, v->pe, -1);
-        v->offset += resume - cycles;
-    }
-}
-
-void plugin_spin_yield(vcpu_state *v)
-{
-    if (weft_platform_spin(g_plugin.platform, v->pe, v->last_gated_pc))
-        livelock();
 }
 
 /* Marks itself busy only around what may block: this runs for every block. */
@@ -251,7 +107,7 @@ static void insn_gate_bound(vcpu_state *v, const insn_info *ii)
     if (!plugin_may_wait_in_exec(v))
         return;
     if (g_plugin.cfg.inject) /* shift before the gate, so the access is ordered at its new time */
-        inject_at_gate(v, vcpu_cycles_at(v, v->tb_base + ii->index), ii->pc);
+        plugin_inject_at_gate(v, vcpu_cycles_at(v, v->tb_base + ii->index), ii->pc);
     uint64_t cycles = vcpu_cycles_at(v, v->tb_base + ii->index);
     int atomic = (ii->flags & INSN_ATOMIC) != 0;
     if (!atomic && g_plugin.cfg.settings.quantum &&
@@ -457,17 +313,6 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     }
 }
 
-int plugin_parse_u64(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(s, &end, 0);
-    if (errno || end == s || *end || s[0] == '-')
-        return -1;
-    *out = x;
-    return 0;
-}
-
 static int parse_args(int argc, char **argv)
 {
     plugin_config *c = &g_plugin.cfg;
@@ -580,16 +425,6 @@ static void after_fork_in_child(void)
 {
     if (!atomic_load(&g_plugin.server.forking))
         atomic_store(&g_plugin.forked_child, 1);
-}
-
-int plugin_open_writer(char *err, size_t errlen)
-{
-    g_plugin.meta.settings = g_plugin.cfg.settings;
-    g_plugin.writer = weft_trace_writer_open(g_plugin.cfg.out, &g_plugin.meta, err, errlen);
-    if (!g_plugin.writer)
-        return -1;
-    weft_trace_writer_set_limits(g_plugin.writer, g_plugin.cfg.max_bytes, g_plugin.cfg.min_free);
-    return 0;
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,

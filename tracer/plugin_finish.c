@@ -1,6 +1,6 @@
-/* The end of a run: the trace's summary and thread table, written once by
- * whichever comes first (exit_group under a policy, qemu's exit, the
- * deadlock watchdog). */
+/* The trace's writer, opened (at start-up, or in a fork server's child) and
+ * finished: the summary and thread table, written once by whichever comes
+ * first (exit_group under a policy, qemu's exit, the deadlock watchdog). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -100,6 +100,16 @@ void plugin_finish(uint32_t extra_flags)
                 st.released_syscalls, st.exclusive_yields,
                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     free(tt);
+}
+
+int plugin_open_writer(char *err, size_t errlen)
+{
+    g_plugin.meta.settings = g_plugin.cfg.settings;
+    g_plugin.writer = weft_trace_writer_open(g_plugin.cfg.out, &g_plugin.meta, err, errlen);
+    if (!g_plugin.writer)
+        return -1;
+    weft_trace_writer_set_limits(g_plugin.writer, g_plugin.cfg.max_bytes, g_plugin.cfg.min_free);
+    return 0;
 }
 
 void plugin_at_exit(qemu_plugin_id_t id, void *udata)

@@ -22,7 +22,7 @@
 
 #include "plugin_state.h"
 
-typedef struct injection {
+struct injection {
     uint32_t thread;
     uint64_t seq, pc, delay_cycles;
     int state;          /* INJ_PENDING, INJ_APPLIED, INJ_MISSED */
@@ -30,7 +30,7 @@ typedef struct injection {
     uint64_t at_cycles; /* thread time when applied */
     uint64_t trace_seq; /* seq of the delayed event in the injected trace */
     uint64_t seen_pc;   /* pc of the event found at seq */
-} injection;
+};
 
 enum { INJ_PENDING, INJ_APPLIED, INJ_MISSED };
 enum { INJ_WHY_NONE, INJ_WHY_PC, INJ_WHY_SKIPPED, INJ_WHY_ENDED, INJ_WHY_NEVER_RAN };
@@ -104,7 +104,7 @@ int inject_load(const char *path, uint32_t max_pes, char *err, size_t errlen)
 /* The thread's next injection if it is due now (and marked applied), else
  * NULL. `recorded`: called as an event is recorded, rather than at the gate
  * of an access the filter may still drop. */
-static injection *inject_due(vcpu_state *v, uint64_t pc, int recorded)
+injection *inject_due(vcpu_state *v, uint64_t pc, int recorded)
 {
     if (!ninjections || v->pe < 0)
         return NULL;
@@ -137,34 +137,15 @@ static injection *inject_due(vcpu_state *v, uint64_t pc, int recorded)
     return in;
 }
 
-/* Apply the injections due now: a DELAY event each, then the shift. */
-static uint64_t inject_apply(vcpu_state *v, uint64_t cycles, uint64_t pc, int recorded)
+uint64_t inject_delay_cycles(const injection *in)
 {
-    uint64_t total = 0;
-    injection *in;
-    thread_record *tr = v->pe >= 0 ? &g_plugin.threads[v->pe] : NULL;
-    while ((in = inject_due(v, pc, recorded)) != NULL) {
-        in->at_cycles = cycles + total;
-        if (in->delay_cycles) {
-            tr->delays++;
-            plugin_record(v, WEFT_EV_DELAY, cycles + total, cycles_to_ns(in->delay_cycles), pc, 0,
-                          0);
-            v->offset += in->delay_cycles;
-            total += in->delay_cycles;
-        }
-        in->trace_seq = plugin_thread_events(v); /* the delayed event comes next */
-    }
-    return total;
+    return in->delay_cycles;
 }
 
-uint64_t inject_at_gate(vcpu_state *v, uint64_t cycles, uint64_t pc)
+void inject_applied(injection *in, uint64_t at_cycles, uint64_t trace_seq)
 {
-    return inject_apply(v, cycles, pc, 0);
-}
-
-uint64_t inject_at_record(vcpu_state *v, uint64_t cycles, uint64_t pc)
-{
-    return inject_apply(v, cycles, pc, 1);
+    in->at_cycles = at_cycles;
+    in->trace_seq = trace_seq;
 }
 
 void inject_write_report(const char *path)

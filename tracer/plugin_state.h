@@ -310,27 +310,36 @@ static inline uint64_t plugin_thread_events(const vcpu_state *v)
     return g_plugin.threads[v->pe].events + v->nbuf;
 }
 
+/* plugin_thread.c */
+vcpu_state *plugin_vcpu(unsigned int index);
 void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
                    uint8_t size, uint16_t flags);
 void plugin_flush(vcpu_state *v);
-/* plugin_thread.c */
 void plugin_bind_vcpu(vcpu_state *v);
 void plugin_begin_thread(vcpu_state *v, int wait);
-vcpu_state *plugin_vcpu(unsigned int index);
-/* Finish the trace with these summary flags. With PLUGIN_ENDS_RUN the
- * caller _exits right after: waiting threads stay waiting. */
-#define PLUGIN_ENDS_RUN 0x80000000u
-void plugin_finish(uint32_t extra_flags);
+/* Before a gate: if the thread's next recorded event is a planned one (and
+ * its pc matches), record a DELAY event at `cycles` and shift the thread;
+ * returns the delay. The access may yet be dropped by the filter, so
+ * another pc here leaves the injection pending; plugin_record misses it. */
+uint64_t plugin_inject_at_gate(vcpu_state *v, uint64_t cycles, uint64_t pc);
+
+/* plugin_spin.c */
 /* Replays: watch a gated access for spinning; a livelock ends the run. */
 void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uint64_t cycles);
 /* Replays: the thread yielded (sched_yield, nanosleep, YIELD, WFE). */
 void plugin_spin_yield(vcpu_state *v);
+
 /* plugin_finish.c */
+/* Finish the trace with these summary flags. With PLUGIN_ENDS_RUN the
+ * caller _exits right after: waiting threads stay waiting. */
+#define PLUGIN_ENDS_RUN 0x80000000u
+void plugin_finish(uint32_t extra_flags);
 void plugin_at_exit(qemu_plugin_id_t id, void *udata);
 void plugin_start_watchdog(void);
 /* Open the trace at cfg.out with the kept meta and the current settings. */
 int plugin_open_writer(char *err, size_t errlen);
 
+/* plugin_state.c */
 /* A plugin argument's number (decimal or 0x hex): 0, or -1 if malformed. */
 int plugin_parse_u64(const char *s, uint64_t *out);
 
@@ -394,14 +403,16 @@ static inline void plugin_synced(vcpu_state *v, uint64_t cycles)
     v->sync_pe = v->pe;
 }
 
-/* plugin_inject.c */
+/* plugin_inject.c: which planned delay is due; plugin_thread.c applies it. */
+typedef struct injection injection;
 int inject_load(const char *path, uint32_t max_pes, char *err, size_t errlen);
-/* If the thread's next recorded event is a planned one (and its pc matches),
- * record a DELAY event at `cycles` and shift the thread; returns the delay.
- * At a gate the access may yet be dropped by the filter, so another pc there
- * leaves the injection pending; at a recorded event it misses it. */
-uint64_t inject_at_gate(vcpu_state *v, uint64_t cycles, uint64_t pc);
-uint64_t inject_at_record(vcpu_state *v, uint64_t cycles, uint64_t pc);
+/* The thread's next injection if it is due now (and marked applied), else
+ * NULL. `recorded`: called as an event is recorded, rather than at the gate
+ * of an access the filter may still drop. */
+injection *inject_due(vcpu_state *v, uint64_t pc, int recorded);
+uint64_t inject_delay_cycles(const injection *in);
+/* Where it was applied: the thread's time, and the delayed event's seq. */
+void inject_applied(injection *in, uint64_t at_cycles, uint64_t trace_seq);
 void inject_write_report(const char *path);
 
 void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t num, uint64_t a1,

@@ -1,12 +1,112 @@
-/* A guest thread's start under the tracer: binding the vCPU to its PE, and
- * the thread's first turn, which must not depend on which host thread got
- * going first (see plugin_may_wait_in_exec). */
+/* A guest thread under the tracer: its vCPU and event buffer, binding the
+ * vCPU to its PE, the thread's first turn (which must not depend on which
+ * host thread got going first, see plugin_may_wait_in_exec), and recording
+ * its events, with the delays a plan injects before them. */
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "plugin_state.h"
+
+static uint64_t inject_apply(vcpu_state *v, uint64_t cycles, uint64_t pc, int recorded);
+
+vcpu_state *plugin_vcpu(unsigned int index)
+{
+    if (index >= PLUGIN_MAX_VCPUS)
+        return NULL;
+    vcpu_state *v = g_plugin.vcpus[index];
+    if (!v) {
+        v = calloc(1, sizeof *v);
+        if (!v)
+            return NULL;
+        v->pe = -1;
+        if (plugin_buf_attach(v, index) < 0) {
+            free(v);
+            return NULL;
+        }
+        g_plugin.vcpus[index] = v;
+    }
+    return v;
+}
+
+void plugin_flush(vcpu_state *v)
+{
+    if (v->nbuf == 0 || v->pe < 0)
+        return;
+    /* Counted per buffer, not per event: the limit is approximate (by up to
+     * a buffer per thread) so that recording stays free of shared writes. */
+    if (g_plugin.cfg.max_events &&
+        atomic_fetch_add(&g_plugin.flushed, v->nbuf) + v->nbuf >= g_plugin.cfg.max_events)
+        atomic_store(&g_plugin.capped, 1);
+    /* Counted per buffer: threads' records share cache lines, and a count
+     * per event made the cores fight over them. */
+    g_plugin.threads[v->pe].events += v->nbuf;
+    int rc = 0;
+    if (plugin_tracing_here() && g_plugin.writer && !atomic_load(&g_plugin.finished)) {
+        weft_platform_busy(g_plugin.platform, v->pe, 1); /* may sleep on the writer's lock */
+        rc = weft_trace_writer_append_buf(g_plugin.writer, v->lb);
+        if (rc < 0)
+            atomic_fetch_add(&g_plugin.write_errors, 1);
+        weft_platform_busy(g_plugin.platform, v->pe, -1);
+    } else if (g_plugin.server.in_prefix) {
+        server_keep(v->buf, v->nbuf); /* every child's trace starts with them */
+    }
+    v->nbuf = 0;
+    if (rc == 1)
+        plugin_stop();
+}
+
+void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
+                   uint8_t size, uint16_t flags)
+{
+    if (v->pe < 0 || cycles > atomic_load_explicit(&g_plugin.exit_cycles, memory_order_relaxed) ||
+        atomic_load_explicit(&g_plugin.spec.invalid, memory_order_relaxed) ||
+        atomic_load_explicit(&g_plugin.capped, memory_order_relaxed))
+        return;
+    if (!v->begun && kind != WEFT_EV_THREAD_START)
+        plugin_begin_thread(v, 0); /* an event before its first turn: it started unordered */
+    if (g_plugin.cfg.inject && kind != WEFT_EV_DELAY)
+        cycles += inject_apply(v, cycles, pc, 1); /* not applied at a gate: shift here */
+    weft_event *e = &v->buf[v->nbuf++];
+    e->time = cycles_to_ns(cycles);
+    e->seq = 0;
+    e->addr = addr;
+    e->pc = pc;
+    e->thread = (uint32_t)v->pe;
+    e->kind = kind;
+    e->size = size;
+    e->flags = flags;
+    /* Published after the event: what a crash leaves in the buffer is whole. */
+    __atomic_store_n(&v->lb->n, (uint32_t)v->nbuf, __ATOMIC_RELEASE);
+    if (v->nbuf == PLUGIN_BUF_EVENTS)
+        plugin_flush(v);
+}
+
+/* Apply the injections due now: a DELAY event each, then the shift. */
+static uint64_t inject_apply(vcpu_state *v, uint64_t cycles, uint64_t pc, int recorded)
+{
+    uint64_t total = 0;
+    injection *in;
+    thread_record *tr = v->pe >= 0 ? &g_plugin.threads[v->pe] : NULL;
+    while ((in = inject_due(v, pc, recorded)) != NULL) {
+        uint64_t delay = inject_delay_cycles(in), at = cycles + total;
+        if (delay) {
+            tr->delays++;
+            plugin_record(v, WEFT_EV_DELAY, at, cycles_to_ns(delay), pc, 0, 0);
+            v->offset += delay;
+            total += delay;
+        }
+        inject_applied(in, at, plugin_thread_events(v)); /* the delayed event comes next */
+    }
+    return total;
+}
+
+uint64_t plugin_inject_at_gate(vcpu_state *v, uint64_t cycles, uint64_t pc)
+{
+    return inject_apply(v, cycles, pc, 0);
+}
 
 void plugin_bind_vcpu(vcpu_state *v)
 {

@@ -243,14 +243,6 @@ weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
     return t;
 }
 
-int trc_read_fail(weft_trace *t, uint64_t off, const char *what)
-{
-    snprintf(t->err, sizeof t->err, "%s: corrupt block at offset %llu (%s)", t->path,
-             (unsigned long long)off, what);
-    t->failed = true;
-    return -1;
-}
-
 static int load_block(weft_trace *t)
 {
     uint64_t off = t->off;

@@ -7,6 +7,14 @@
 #include <string.h>
 #include <zstd.h>
 
+int trc_read_fail(weft_trace *t, uint64_t off, const char *what)
+{
+    snprintf(t->err, sizeof t->err, "%s: corrupt block at offset %llu (%s)", t->path,
+             (unsigned long long)off, what);
+    t->failed = true;
+    return -1;
+}
+
 /* Threads in a frame up to which the merge scans rather than keeps a heap. */
 #define SCAN_RUNS 16
 

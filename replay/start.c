@@ -1,0 +1,131 @@
+/* Starting a replay from a parsed command line: the program checked, the
+ * campaign's folder made or resumed, profiling, the plan line, then one
+ * seed, a campaign or the portfolio. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "weft/replay.h"
+
+/* The line that says what the campaign is about to do. */
+static void print_plan(const replay_config *c, const pct_config *cfg, const replay_shard *sh)
+{
+    if (c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB)
+        printf("weft: %s, bound %" PRIu64, pct_kind_name(c->kind), c->max_bound);
+    else if (c->kind == PCT_KIND_RANDOM || c->kind == PCT_KIND_POS)
+        printf("weft: %s", pct_kind_name(c->kind));
+    else
+        printf("weft: %s, depth %" PRIu64, pct_kind_name(c->kind), c->depth);
+    if (c->kind == PCT_KIND_RPRO)
+        printf(", radius %" PRIu64 "%s", c->radius, c->radius_given ? "" : " (default)");
+    printf(", k = %" PRIu64 " (%s), n = %" PRIu64 ", points %s", c->k,
+           c->k_source[0] ? c->k_source
+           : c->k_given   ? "--steps"
+                          : "the resumed campaign's",
+           c->n, replay_points_name(c->points));
+    if (c->pcs_path[0])
+        printf(" (%s)", c->pcs_path);
+    printf(", starvation %g%s, timeout %u s", cfg->starvation,
+           c->starvation < 0 ? " (default)" : "", c->timeout);
+    if (c->seed_given)
+        printf(", seed %" PRIu64 "\n", c->first_seed);
+    else
+        printf(", seeds %" PRIu64 "..%" PRIu64 "%s, %u job%s%s\n", c->first_seed,
+               c->first_seed + c->runs - 1,
+               c->runs_given ? "" : " (one run: --runs N for a campaign)", c->jobs,
+               c->jobs == 1 ? "" : "s", c->jobs_given ? "" : " (default)");
+    if (c->host_parallel)
+        printf("weft: --host-parallel: runs are not reproducible by seed\n");
+    if (sh->index)
+        printf("weft: shard %" PRIu64 "/%" PRIu64 " of seeds %" PRIu64 "..%" PRIu64 "\n", sh->index,
+               sh->count, sh->first_seed, sh->first_seed + sh->runs - 1);
+}
+
+int replay_start(replay_config *c, const char *out, replay_shard *sh)
+{
+    /* The program first: a bad one leaves no output folder behind. */
+    if (guest_check_binary(c->run.binary, c->run.sysroot))
+        return WEFT_EXIT_FAIL;
+    if (weft_mkdirs(out) || !realpath(out, c->out_dir))
+        return WEFT_EXIT_FAIL;
+    if (strchr(c->out_dir, ',') || strchr(c->pcs_path, ',')) {
+        weft_error("%s: commas are not allowed in the paths weft hands to the tracer",
+                   strchr(c->out_dir, ',') ? c->out_dir : c->pcs_path);
+        return WEFT_EXIT_USAGE;
+    }
+    int shard_given = sh->index != 0;
+    if (c->resume && replay_campaign_load(c, sh))
+        return WEFT_EXIT_USAGE;
+    if (shard_given && replay_shard_apply(c, sh))
+        return WEFT_EXIT_USAGE;
+    if (!c->resume ||
+        ((c->points == POINTS_SHARED || c->points == POINTS_VISIBLE) && !c->pcs_path[0]))
+        if (replay_profile(c))
+            return WEFT_EXIT_FAIL;
+    if (c->portfolio)
+        return replay_portfolio(c);
+    if (!c->depth_given && c->depth > 1 && c->depth - 1 > c->k) {
+        /* The default depth has no room for its change points in so few
+         * steps: the deepest that fits. */
+        printf("weft: depth %" PRIu64 " needs %" PRIu64 " change points but k = %" PRIu64
+               ": depth %" PRIu64 "\n",
+               c->depth, c->depth - 1, c->k, c->k + 1);
+        c->depth = c->k + 1;
+    }
+    if (c->kind == PCT_KIND_RPRO && !c->radius_given && !c->resume)
+        c->radius = c->k < REPLAY_DEFAULT_RADIUS ? c->k : REPLAY_DEFAULT_RADIUS;
+    if (c->kind != PCT_KIND_RPRO)
+        c->radius = 1;
+    /* The policy's own check (depth against k, radius against k and depth). */
+    pct_config cfg;
+    pct_config_init(&cfg, c->kind);
+    cfg.n = (uint32_t)c->n;
+    cfg.k = c->k;
+    cfg.d = (uint32_t)c->depth;
+    cfg.r = c->radius;
+    if (c->starvation >= 0)
+        cfg.starvation = c->starvation;
+    char err[256];
+    if (pct_config_check(&cfg, err, sizeof err)) {
+        weft_error("%s%s", err, c->k_given ? "" : " (k measured by the profiling run)");
+        return WEFT_EXIT_USAGE;
+    }
+    if ((c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB) && !c->seed_given) {
+        /* Seeds name schedules: the bound's schedules are all there are. */
+        uint64_t total = pct_bounded_total(c->kind, c->k, (uint32_t)c->n, (uint32_t)c->max_bound);
+        printf("weft: %s with at most %" PRIu64 " %s: %" PRIu64 " schedules for k = %" PRIu64
+               ", n = %" PRIu64 "\n",
+               pct_kind_name(c->kind), c->max_bound,
+               c->kind == PCT_KIND_PB ? "preemptions" : "delays", total, c->k, c->n);
+        if (c->first_seed > total) {
+            weft_error("--seed %" PRIu64 ": past the last schedule (%" PRIu64 ")", c->first_seed,
+                       total);
+            return WEFT_EXIT_USAGE;
+        }
+        if (c->first_seed - 1 + c->runs > total) {
+            c->runs = total - (c->first_seed - 1);
+            printf("weft: the search is exhaustive: %" PRIu64 " runs cover every schedule left\n",
+                   c->runs);
+        }
+    } else if (c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB) {
+        uint32_t b;
+        uint64_t idx;
+        if (replay_bounded_schedule(c, c->first_seed, &b, &idx)) {
+            weft_error("--seed %" PRIu64 ": past the last schedule of bound %" PRIu64,
+                       c->first_seed, c->max_bound);
+            return WEFT_EXIT_USAGE;
+        }
+        cfg.bound = b;
+        cfg.schedule = idx;
+    }
+    print_plan(c, &cfg, sh);
+    if (replay_campaign_write(c, sh))
+        return WEFT_EXIT_FAIL;
+    return replay_campaign(c);
+}
