@@ -51,12 +51,16 @@ git -C "$here" diff --quiet HEAD -- fuzz cli replay report tracer optimizer 2>/d
   commit+=" (with local changes)"
 out="$here/results/fuzz.md"
 
+# Copies, all taken now: the fuzzers may be rebuilt while this runs (fixes),
+# and every row must be of the commit it names.
+for name in "${names[@]}"; do
+  cp "$build/fuzz/fuzz_$name" "$work/fuzz_$name"
+done
+
 load() { cut -d' ' -f1 /proc/loadavg; }
 status=0
 for name in "${names[@]}"; do
-  # A copy: rebuilding the fuzzers while this runs must not change it.
   bin="$work/fuzz_$name"
-  cp "$build/fuzz/fuzz_$name" "$bin"
   corpus="$build/fuzz-corpus/$name"
   rm -rf "$corpus"
   mkdir -p "$corpus"
