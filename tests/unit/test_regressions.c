@@ -402,6 +402,18 @@ static void test_runs_nul_in_line(void **state)
     assert_int_equal(read_lines(data("fuzz_runs/nul_in_line.jsonl")), 6);
 }
 
+/* A policy name holding "\n" was quoted into the summary's error as is. */
+static void test_runs_newline_in_policy(void **state)
+{
+    (void)state;
+    char err[512];
+    replay_summary s;
+    const char *path = data("fuzz_runs/newline_in_policy.jsonl");
+    assert_int_equal(replay_summary_read(path, &s, err, sizeof err), -1);
+    assert_one_line(err, NULL);
+    assert_non_null(strstr(err, "differs from the first line's"));
+}
+
 /* ---- every kept input: the generic contract ------------------------------- */
 
 static void each_file(const char *sub, void (*fn)(const char *))
@@ -507,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_campaign_json_error_one_line),
         cmocka_unit_test(test_campaign_argv_not_strings),
         cmocka_unit_test(test_runs_nul_in_line),
+        cmocka_unit_test(test_runs_newline_in_policy),
         cmocka_unit_test(test_all_kept_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
