@@ -217,30 +217,28 @@ static const char fixed_runs[] =
     "{\"seed\": 2, \"verdict\": \"assert\", \"policy\": \"pct\", \"depth\": 3, \"n\": 3, "
     "\"k\": 120, \"points\": \"none\", \"steps\": 91}\n";
 
+/* dir/name: a copy of the file src, or if NULL the text fixed. */
+static void put_file(const char *dir, const char *name, const char *src, const char *fixed)
+{
+    char p[700];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    if (src) {
+        copy_file(src, p);
+        return;
+    }
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(fixed, f);
+    assert_int_equal(fclose(f), 0);
+}
+
 static const char *campaign_dir(const char *campaign_src, const char *runs_src)
 {
     static char dir[600];
-    char p[700];
     snprintf(dir, sizeof dir, "%s/campaign", scratch);
     mkdir(dir, 0755);
-    snprintf(p, sizeof p, "%s/campaign.json", dir);
-    if (campaign_src) {
-        copy_file(campaign_src, p);
-    } else {
-        FILE *f = fopen(p, "w");
-        assert_non_null(f);
-        fputs(fixed_campaign, f);
-        fclose(f);
-    }
-    snprintf(p, sizeof p, "%s/runs.jsonl", dir);
-    if (runs_src) {
-        copy_file(runs_src, p);
-    } else {
-        FILE *f = fopen(p, "w");
-        assert_non_null(f);
-        fputs(fixed_runs, f);
-        fclose(f);
-    }
+    put_file(dir, "campaign.json", campaign_src, fixed_campaign);
+    put_file(dir, "runs.jsonl", runs_src, fixed_runs);
     return dir;
 }
 
@@ -373,14 +371,19 @@ static void test_options_newline_in_value(void **state)
     free(err);
 }
 
+/* The kept campaign.json is refused, in one line that says `why`. */
+static void campaign_refused(const char *name, const char *why)
+{
+    char err[512];
+    assert_int_equal(load_campaign(campaign_dir(data(name), NULL), err, sizeof err), -1);
+    assert_non_null(strstr(err, why));
+}
+
 /* jansson's "near '...'" quoted a newline into report_campaign_load's error. */
 static void test_campaign_json_error_one_line(void **state)
 {
     (void)state;
-    char err[512];
-    const char *dir = campaign_dir(data("fuzz_campaign/newline_in_json_error.json"), NULL);
-    assert_int_equal(load_campaign(dir, err, sizeof err), -1);
-    assert_non_null(strstr(err, "invalid escape"));
+    campaign_refused("fuzz_campaign/newline_in_json_error.json", "invalid escape");
 }
 
 /* argv holding a non-string: the report's reproduction command got a NULL
@@ -388,10 +391,7 @@ static void test_campaign_json_error_one_line(void **state)
 static void test_campaign_argv_not_strings(void **state)
 {
     (void)state;
-    char err[512];
-    const char *dir = campaign_dir(data("fuzz_campaign/argv_not_strings.json"), NULL);
-    assert_int_equal(load_campaign(dir, err, sizeof err), -1);
-    assert_non_null(strstr(err, "is not a string"));
+    campaign_refused("fuzz_campaign/argv_not_strings.json", "is not a string");
 }
 
 /* A NUL byte in a runs.jsonl line cut the line's text, newline included:
