@@ -48,8 +48,7 @@ static int parse_seed(const cli_command *cmd, const char *arg, void *opts)
     if (arg[0] && strspn(arg, "0123456789") != strlen(arg)) {
         pct_kind k;
         if (pct_kind_parse(arg, &k) == 0) {
-            fprintf(stderr, "weft replay: warning: -s %s is deprecated, use --sched %s\n", arg,
-                    arg);
+            cli_warning(cmd, "-s %s is deprecated, use --sched %s", arg, arg);
             return parse_sched(cmd, arg, opts);
         }
     }

@@ -8,14 +8,44 @@
 
 #include "cli.h"
 
+/* One line even when it quotes an argument holding a newline. */
 void cli_usage_error(const cli_command *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "weft %s: ", cmd->name);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see weft %s --help)\n", cmd->name);
+    char *msg = NULL;
+    int n = vasprintf(&msg, fmt, ap);
     va_end(ap);
+    if (n < 0) {
+        weft_error("out of memory");
+        return;
+    }
+    weft_one_line(msg);
+    fprintf(stderr, "weft %s: %s (see weft %s --help)\n", cmd->name, msg, cmd->name);
+    free(msg);
+}
+
+/* Warnings held until the whole command line has parsed: a bad one is one
+ * line, its error, even after an old spelling. */
+static char pending[1024];
+static size_t npending;
+
+void cli_warning(const cli_command *cmd, const char *fmt, ...)
+{
+    char line[512];
+    int n = snprintf(line, sizeof line, "weft %s: warning: ", cmd->name);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof line)
+        vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    weft_one_line(line);
+    size_t len = strlen(line);
+    if (npending + len + 1 <= sizeof pending) {
+        memcpy(pending + npending, line, len);
+        npending += len;
+        pending[npending++] = '\n';
+    }
 }
 
 int cli_parse_u64(const cli_command *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
@@ -108,28 +138,32 @@ static int apply(const cli_command *cmd, const cli_option *o, int by_letter, con
 {
     char opt[80];
     spelled(o, by_letter, opt, sizeof opt);
-    if (o->deprecated)
-        fprintf(stderr, "weft %s: warning: %s is deprecated, use %s\n", cmd->name, opt,
-                o->deprecated);
     char *field = (char *)opts + o->off;
+    int rc = -1;
     switch (o->type) {
     case CLI_FLAG:
         *(int *)(void *)field = 1;
-        return 0;
+        rc = 0;
+        break;
     case CLI_U64:
-        return cli_parse_u64(cmd, opt, arg, o->lo, o->hi, (uint64_t *)(void *)field);
+        rc = cli_parse_u64(cmd, opt, arg, o->lo, o->hi, (uint64_t *)(void *)field);
+        break;
     case CLI_STRING:
         if (!*arg) {
             cli_usage_error(cmd, "%s: expected %s, got nothing", opt,
                             o->metavar ? o->metavar : "a value");
-            return -1;
+            break;
         }
         *(const char **)(void *)field = arg;
-        return 0;
+        rc = 0;
+        break;
     case CLI_CUSTOM:
-        return o->parse(cmd, arg, opts);
+        rc = o->parse(cmd, arg, opts);
+        break;
     }
-    return -1;
+    if (rc == 0 && o->deprecated)
+        cli_warning(cmd, "%s is deprecated, use %s", opt, o->deprecated);
+    return rc;
 }
 
 /* getopt's short-option string and long table from the command's options;
@@ -205,6 +239,7 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *opts, int *fi
     }
     int nops = 0, c, rc = 0;
     *seen = 0;
+    npending = 0;
     optind = 0;
     opterr = 0;
     while (rc == 0 && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
@@ -218,6 +253,9 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *opts, int *fi
         memcpy(argv + k, ops, (size_t)nops * sizeof *argv);
         *first = k;
     }
+    if (rc >= 0)
+        fwrite(pending, 1, npending, stderr);
+    npending = 0;
     free(ops);
     return rc;
 }

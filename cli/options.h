@@ -70,6 +70,12 @@ void cli_help(const cli_command *cmd, FILE *out);
 void cli_usage_error(const cli_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A warning about the command line (an old spelling), for CLI_CUSTOM
+ * parsers: "weft CMD: warning: MESSAGE", printed once cli_parse has
+ * accepted the whole command line, dropped if it is bad. */
+void cli_warning(const cli_command *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Decimal in [lo, hi]: 0, or -1 after cli_usage_error naming `opt`. */
 int cli_parse_u64(const cli_command *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
                   uint64_t *out);

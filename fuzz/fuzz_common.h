@@ -1,9 +1,12 @@
 /* Shared pieces of the libFuzzer harnesses: an in-memory file with a path
  * (the readers take paths), a scratch directory on tmpfs for code that
- * renames files, and checksum repair so mutated inputs get past the CRCs. */
+ * renames files, checksum repair so mutated inputs get past the CRCs, and
+ * capturing what code under test prints, to check that an error is one
+ * line. */
 #ifndef WEFT_FUZZ_COMMON_H
 #define WEFT_FUZZ_COMMON_H
 
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,13 +16,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* Abort with a message: libFuzzer keeps the input as a crash. */
+/* Abort with a message: libFuzzer keeps the input as a crash. Written to
+ * fd 2 itself: stderr may be a capture (fz_capture_begin) at that point. */
 #define FUZZ_CHECK(cond, ...)                                                                      \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz check failed: %s: ", #cond);                                     \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
+            dprintf(2, "fuzz check failed: %s: ", #cond);                                          \
+            dprintf(2, __VA_ARGS__);                                                               \
+            dprintf(2, "\n");                                                                      \
             abort();                                                                               \
         }                                                                                          \
     } while (0)
@@ -91,6 +95,76 @@ static inline size_t fz_fix_header(uint8_t *d, size_t n)
         return 0;
     fz_put_u32(d + hl - 4, fz_crc(d, hl - 4));
     return hl;
+}
+
+/* Write a whole file (the harness's own input files in its scratch dir). */
+static inline void fz_write_file(const char *path, const void *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    FUZZ_CHECK(f && fwrite(data, 1, size, f) == size && fclose(f) == 0, "cannot write %s", path);
+}
+
+static inline int fz_rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)type, (void)ftw;
+    return remove(path);
+}
+
+/* Remove a folder the code under test wrote into, and everything in it. */
+static inline void fz_rmtree(const char *path)
+{
+    if (access(path, F_OK) == 0)
+        FUZZ_CHECK(nftw(path, fz_rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0, "cannot remove %s", path);
+}
+
+/* What the code under test prints between fz_capture_begin and _end:
+ * stdio's stdout and stderr are swapped for memory streams (the sanitizers
+ * and libFuzzer write to fd 2 directly, so their reports still show). */
+typedef struct fz_capture {
+    FILE *saved_out, *saved_err;
+    char *out, *err;
+    size_t out_len, err_len;
+} fz_capture;
+
+static inline void fz_capture_begin(fz_capture *c)
+{
+    memset(c, 0, sizeof *c);
+    fflush(stdout);
+    fflush(stderr);
+    c->saved_out = stdout;
+    c->saved_err = stderr;
+    stdout = open_memstream(&c->out, &c->out_len);
+    stderr = open_memstream(&c->err, &c->err_len);
+    FUZZ_CHECK(stdout && stderr, "open_memstream");
+}
+
+static inline void fz_capture_end(fz_capture *c)
+{
+    fclose(stdout);
+    fclose(stderr);
+    stdout = c->saved_out;
+    stderr = c->saved_err;
+}
+
+static inline void fz_capture_free(fz_capture *c)
+{
+    free(c->out);
+    free(c->err);
+}
+
+/* Lines in s (a last line without '\n' counts); 0 for "". */
+static inline size_t fz_count_lines(const char *s, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += s[i] == '\n' || (i + 1 == len);
+    return n;
+}
+
+/* s holds exactly one line, non-empty and ending in '\n', with no NUL. */
+static inline int fz_is_one_line(const char *s, size_t len)
+{
+    return len > 1 && s[len - 1] == '\n' && memchr(s, '\n', len) == s + len - 1 && strlen(s) == len;
 }
 
 #endif

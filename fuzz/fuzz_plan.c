@@ -34,9 +34,8 @@ static void check_equal(const optimizer_plan *a, const optimizer_plan *b)
     for (size_t i = 0; i < a->ninjections; i++) {
         const optimizer_injection *x = &a->injections[i], *y = &b->injections[i];
         FUZZ_CHECK(x->thread == y->thread && x->seq == y->seq && x->pc == y->pc &&
-                       x->line == y->line && x->offset == y->offset &&
-                       x->delay_ns == y->delay_ns && x->delay_insns == y->delay_insns &&
-                       x->has_predicted == y->has_predicted,
+                       x->line == y->line && x->offset == y->offset && x->delay_ns == y->delay_ns &&
+                       x->delay_insns == y->delay_insns && x->has_predicted == y->has_predicted,
                    "round trip changed injections[%zu]", i);
         FUZZ_CHECK(str_eq(x->function, y->function) && str_eq(x->file, y->file) &&
                        str_eq(x->variable, y->variable),

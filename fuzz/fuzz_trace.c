@@ -3,21 +3,25 @@
  * and the optimizer's model, exact pairs and fitness built from the trace.
  *
  * Each input is tried as is and, when that changes it, again with its CRCs
- * (header, every block, footer) recomputed, so mutations reach the decoder
- * instead of stopping at a checksum. Checks beyond "no crash": errors are
+ * (header, every block or frame, footer) recomputed, so mutations reach the
+ * decoder instead of stopping at a checksum; a version 2 input is tried a
+ * third time with its frames' payloads compressed (fuzz_frames.h), so that
+ * mutations of the raw streams reach the frame decoder. Checks beyond "no crash": errors are
  * one line naming the file, a trace that opens and iterates to its end
  * delivers exactly the footer's event count in canonical order with
  * per-thread seq 0, 1, 2..., set_outcome keeps the trace readable, and the
  * exact solver's fast candidate list equals the brute-force one. */
 #include "fuzz_common.h"
+#include "fuzz_frames.h"
 
 #include "weft/optimizer.h"
 #include "weft/trace.h"
 
 static FILE *devnull;
 
-/* Recompute every CRC the reader checks; the frame is walked as the reader
- * does and left alone where it does not fit. */
+/* Recompute every CRC the reader checks; the file is walked as the reader
+ * does and left alone where it does not fit. Version 1 blocks: 24-byte
+ * header, length at 8, CRC at 20; version 2 frames: 28, 12 and 24. */
 static void fix_checksums(uint8_t *d, size_t n)
 {
     size_t hl = fz_fix_header(d, n);
@@ -26,15 +30,17 @@ static void fix_checksums(uint8_t *d, size_t n)
     uint64_t foff = fz_u64(d + n - 16);
     if (foff < hl || foff > n - 16 - 56)
         return;
+    int v2 = fz_u32(d + 8) >= 2;
+    size_t hsize = v2 ? FZ_FRAME_HDR : 24, lenat = v2 ? 12 : 8, crcat = v2 ? 24 : 20;
     uint64_t off = hl;
-    while (off + 24 <= foff) {
-        uint32_t len = fz_u32(d + off + 8);
-        if (off + 24 + (uint64_t)len > foff)
+    while (off + hsize <= foff) {
+        uint32_t len = fz_u32(d + off + lenat);
+        if (off + hsize + (uint64_t)len > foff)
             break;
-        uint32_t c = (uint32_t)crc32(0, d + off, 20);
-        c = (uint32_t)crc32(c, d + off + 24, len);
-        fz_put_u32(d + off + 20, c);
-        off += 24 + (uint64_t)len;
+        uint32_t c = (uint32_t)crc32(0, d + off, (uInt)crcat);
+        c = (uint32_t)crc32(c, d + off + hsize, len);
+        fz_put_u32(d + off + crcat, c);
+        off += hsize + (uint64_t)len;
     }
     size_t flen = (size_t)(n - 16 - foff);
     fz_put_u32(d + foff + flen - 4, fz_crc(d + foff, flen - 4));
@@ -64,8 +70,7 @@ static void check_model(weft_trace *t)
     optimizer_candidate *fast = NULL, *slow = NULL;
     size_t nf = 0, ns = 0;
     if (optimizer_exact_pairs(m, &fast, &nf, err, sizeof err) == 0) {
-        if (dim <= 500 &&
-            optimizer_exact_pairs_bruteforce(m, &slow, &ns, err, sizeof err) == 0) {
+        if (dim <= 500 && optimizer_exact_pairs_bruteforce(m, &slow, &ns, err, sizeof err) == 0) {
             FUZZ_CHECK(nf == ns, "exact pairs: %zu fast, %zu brute force", nf, ns);
             for (size_t i = 0; i < nf; i++)
                 FUZZ_CHECK(fast[i].va == slow[i].va && fast[i].vb == slow[i].vb &&
@@ -120,8 +125,8 @@ static void run_one(const uint8_t *data, size_t size)
         FUZZ_CHECK(n == weft_trace_event_count(t), "read %llu events, footer says %llu",
                    (unsigned long long)n, (unsigned long long)weft_trace_event_count(t));
         for (uint32_t i = 0; i < nthreads; i++)
-            FUZZ_CHECK(seq[i] == s->threads[i].events, "thread %u: %llu events, table says %llu",
-                       i, (unsigned long long)seq[i], (unsigned long long)s->threads[i].events);
+            FUZZ_CHECK(seq[i] == s->threads[i].events, "thread %u: %llu events, table says %llu", i,
+                       (unsigned long long)seq[i], (unsigned long long)s->threads[i].events);
     } else {
         FUZZ_ONE_LINE(weft_trace_error(t));
     }
@@ -157,6 +162,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fix_checksums(fixed, size);
     if (memcmp(fixed, data, size) != 0)
         run_one(fixed, size);
+    /* Version 2: the frames' payloads compressed, as if they were the raw
+     * streams (see fuzz_frames.h), so the stream decoder gets them. */
+    size_t plen;
+    uint8_t *packed = fz_frames_map(fixed, size, 1, &plen);
+    if (packed) {
+        fix_checksums(packed, plen);
+        run_one(packed, plen);
+        free(packed);
+    }
     free(fixed);
     return 0;
 }

@@ -118,6 +118,10 @@ int replay_lines_read(FILE *f, size_t tag, replay_line **lines, size_t *n, size_
     while ((got = getline(&buf, &blen, f)) > 0) {
         if (buf[got - 1] != '\n')
             break;
+        /* NUL bytes (zeros a crash left in the file) would cut the line's
+         * text short, and its newline with it: they become spaces. */
+        for (char *z = memchr(buf, 0, (size_t)got); z; z = memchr(z, 0, (size_t)(buf + got - z)))
+            *z = ' ';
         json_t *o = json_loads(buf, 0, NULL);
         json_t *s = o ? json_object_get(o, "seed") : NULL;
         uint64_t seed = json_is_integer(s) ? (uint64_t)json_integer_value(s) : UINT64_MAX;

@@ -58,6 +58,7 @@ static int same_config(replay_summary *s, json_t *o, int first, char *err, size_
                  " points %s differs from the first line's %s d=%" PRIu64 " n=%" PRIu64
                  " k=%" PRIu64 " points %s: summarize one configuration at a time",
                  line, policy, depth, n, k, points, s->policy, s->depth, s->n, s->k, s->points);
+        weft_one_line(err); /* the names are the file's: a "\n" in one is a newline */
         return -1;
     }
     return 0;
@@ -113,6 +114,7 @@ static int read_rows(const char *path, replay_summary *s, row_list *rows, char *
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: %m", path);
+        weft_one_line(err);
         return -1;
     }
     char *buf = NULL;

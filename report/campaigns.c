@@ -22,6 +22,7 @@ int report_campaign_load(const char *dir, report_campaign *c, char *err, size_t 
     c->campaign = json_load_file(path, 0, &je);
     if (!json_is_object(c->campaign)) {
         snprintf(err, errlen, "%s: %s", path, c->campaign ? "not a JSON object" : je.text);
+        weft_one_line(err); /* jansson's "near '...'" may quote a newline */
         json_decref(c->campaign);
         c->campaign = NULL;
         return -1;
@@ -53,6 +54,14 @@ int report_campaign_load(const char *dir, report_campaign *c, char *err, size_t 
     g->run.sysroot = JS(o, "sysroot");
     snprintf(g->out_dir, sizeof g->out_dir, "%s", c->dir);
     json_t *argv = json_object_get(o, "argv");
+    /* The reproduction commands quote every argument. */
+    for (size_t i = 0; i < json_array_size(argv); i++)
+        if (!json_is_string(json_array_get(argv, i))) {
+            snprintf(err, errlen, "%s/campaign.json: argv[%zu] is not a string", dir, i);
+            weft_one_line(err);
+            report_campaign_free(c);
+            return -1;
+        }
     g->run.argc = (int)json_array_size(argv);
     g->run.argv = calloc((size_t)g->run.argc + 1, sizeof *g->run.argv);
     for (int i = 0; g->run.argv && i < g->run.argc; i++)

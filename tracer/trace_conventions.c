@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -13,14 +14,29 @@
 
 #include "weft/trace.h"
 
+void weft_one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = ' ';
+}
+
+/* Messages quote what they were given (paths, arguments, JSON parsers'
+ * "near '...'"): a newline in there must not make two lines. */
 void weft_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("weft: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char *msg = NULL;
+    int n = vasprintf(&msg, fmt, ap);
     va_end(ap);
+    if (n < 0) {
+        fputs("weft: out of memory\n", stderr);
+        return;
+    }
+    weft_one_line(msg);
+    fprintf(stderr, "weft: %s\n", msg);
+    free(msg);
 }
 
 double weft_now_s(void)

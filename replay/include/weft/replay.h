@@ -108,7 +108,8 @@ typedef struct replay_line {
 } replay_line;
 int replay_line_cmp(const void *a, const void *b); /* qsort comparator */
 /* Append the whole lines of a runs.jsonl (a last line cut short is not a
- * finished run); a line without a seed gets UINT64_MAX. -1: out of memory. */
+ * finished run; NUL bytes become spaces); a line without a seed gets
+ * UINT64_MAX. -1: out of memory. */
 int replay_lines_read(FILE *f, size_t tag, replay_line **lines, size_t *n, size_t *cap);
 
 /* ---- one run (run.c) ------------------------------------------------ */

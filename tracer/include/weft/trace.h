@@ -139,8 +139,12 @@ typedef struct weft_trace_summary {
 #define WEFT_EXIT_FAIL 1  /* bad input or a failure while working */
 #define WEFT_EXIT_USAGE 2 /* bad command line */
 
-/* One-line error on stderr, prefixed "weft: ". */
+/* One-line error on stderr, prefixed "weft: " (control characters in the
+ * message, such as a newline in a quoted path, become spaces). */
 void weft_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Replace control characters in s by spaces: a message that quotes its
+ * input stays one line. */
+void weft_one_line(char *s);
 /* Monotonic wall clock, in seconds. */
 double weft_now_s(void);
 /* mkdir -p; 0 or -1 (prints the error). */
