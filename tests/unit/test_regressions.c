@@ -166,6 +166,9 @@ static size_t count_lines(const captured *c)
  * arguments separated by NUL bytes. Returns cli_parse's result; a bad
  * command line must be one line, an accepted one may print only
  * deprecation warnings. *err gets the message (malloc'd). */
+/* As fuzz_options does, the input's first byte picks the command by its
+ * index in cli_commands (cli/weft.c): a kept input names its command only
+ * while the table keeps its order, so each test checks the name. */
 static int parse_cmdline(const char *path, const char **cmd_name, char **err)
 {
     size_t len;
