@@ -1,7 +1,7 @@
 // What the host says about the threads it runs: a monotonic clock, and a
 // host thread's scheduler state from /proc. The arbiters decide from these
 // whether a guest thread is asleep in the kernel, in qemu, or gone.
-#include "platform_internal.h"
+#include "platform_state.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 // The platform's C API: PE pool, OS emulator state (threads, futexes) and the
 // ideal arbiter. The SystemC model (model.h) carries the transactions and
 // owns the kernel's notion of time; the arbiter decides who may pass a gate.
-#include "platform_internal.h"
+#include "platform_state.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
 // just create its policy at the fork: it replays the journal of the
 // prefix's calls into a fresh policy of its own seed. With one thread every
 // decision is that thread, whatever the seed; catch_up checks it.
-#include "platform_internal.h"
+#include "platform_state.h"
 
 #include <cstdio>
 

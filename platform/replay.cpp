@@ -4,7 +4,7 @@
 // the holder keeps the token until the host thread is seen asleep in the
 // kernel (or gone), so that whatever happens next follows the policy's
 // decisions and not host timing, and the same seed replays the same run.
-#include "platform_internal.h"
+#include "platform_state.h"
 
 #include <algorithm>
 #include <climits>

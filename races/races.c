@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "races_internal.h"
+#include "races_state.h"
 
 weft_races_config weft_races_config_default(void)
 {

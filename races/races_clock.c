@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "races_internal.h"
+#include "races_state.h"
 
 int races_fail(char *err, size_t errlen, const char *fmt, ...)
 {

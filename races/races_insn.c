@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "races_internal.h"
+#include "races_state.h"
 
 #ifndef EM_AARCH64
 #define EM_AARCH64 183

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "races_internal.h"
+#include "races_state.h"
 
 static const char *kind_name(const weft_race_access *a)
 {

@@ -6,7 +6,7 @@
  * word or of the same bytes again finds one cell whose mask it matches. */
 #include <string.h>
 
-#include "races_internal.h"
+#include "races_state.h"
 
 int shadow_init(shadow *s)
 {

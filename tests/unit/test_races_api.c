@@ -5,7 +5,7 @@
 
 #include <jansson.h>
 
-#include "races_internal.h"
+#include "races_state.h"
 #include "test_races_common.h"
 
 #define K WEFT_INSN_KNOWN

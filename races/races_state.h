@@ -1,6 +1,6 @@
-/* Internals of the race detector, shared by its files. */
-#ifndef WEFT_RACES_INTERNAL_H
-#define WEFT_RACES_INTERNAL_H
+/* The race detector's state and the types its files share. */
+#ifndef WEFT_RACES_STATE_H
+#define WEFT_RACES_STATE_H
 
 #include <stdint.h>
 #include <stdlib.h>
