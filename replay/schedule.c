@@ -185,9 +185,10 @@ void replay_switch_log_free(replay_switch_log *log)
 
 void replay_line_add_switches(json_t *line, json_t *record)
 {
-    static const char *const keys[] = {"switches_total", "preemptions", "script_missed"};
-    static const char *const as[] = {"switches", "preemptions", "script_missed"};
-    for (size_t i = 0; i < 3; i++) {
+    static const char *const keys[] = {"switches_total", "preemptions", "script_missed",
+                                       "departures"};
+    static const char *const as[] = {"switches", "preemptions", "script_missed", "departures"};
+    for (size_t i = 0; i < 4; i++) {
         json_t *v = record ? json_object_get(record, keys[i]) : NULL;
         if (v || i < 2)
             json_object_set(line, as[i], v ? v : json_null());

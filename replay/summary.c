@@ -19,6 +19,7 @@ typedef struct run_row {
     uint64_t threads, makespan;
     double wall;
     int duplicate; /* pb, db: the schedule repeated one with fewer deviations */
+    int departed;  /* a gate gave up waiting: the run left the policy's order */
 } run_row;
 
 static int cmp_row(const void *a, const void *b)
@@ -104,7 +105,8 @@ static int take_row(replay_summary *s, json_t *o, uint64_t lineno, row_list *row
         .wall = json_number_value(json_object_get(o, "wall_s")),
         .duplicate = !strcmp(
             json_string_value(json_object_get(json_object_get(o, "schedule"), "status")) ?: "",
-            "duplicate")};
+            "duplicate"),
+        .departed = json_integer_value(json_object_get(o, "departures")) > 0};
     return 0;
 }
 
@@ -166,6 +168,7 @@ static void tally_rows(replay_summary *s, const run_row *rows, size_t nrows)
         if (r->overrides == 0)
             s->runs_without_override++;
         s->duplicates += r->duplicate;
+        s->runs_departed += r->departed;
         if (r->steps >= 0) {
             steps_sum += (double)r->steps;
             steps_n++;
@@ -253,6 +256,7 @@ int replay_summary_write(const replay_summary *s, const char *path, char *err, s
     if (!strcmp(s->policy, "pb") || !strcmp(s->policy, "db"))
         json_object_set_new(o, "duplicates", json_integer((json_int_t)s->duplicates));
     json_object_set_new(o, "timeouts", json_integer((json_int_t)s->timeouts));
+    json_object_set_new(o, "runs_departed", json_integer((json_int_t)s->runs_departed));
     json_t *v = json_object();
     for (int i = 0; i < REPLAY_VERDICT_COUNT; i++)
         json_object_set_new(v, replay_verdict_name((replay_verdict)i),
@@ -337,6 +341,13 @@ void replay_summary_print(const replay_summary *s, FILE *out)
                         : "");
     } else
         fprintf(out, "  bound     none claimed for %s\n", s->policy);
+    if (s->runs_departed)
+        fprintf(out,
+                "  departed  %" PRIu64 " run%s left the policy's order where a gate gave up "
+                "waiting (the host stalled, or a thread was stuck in qemu): %s not repeat by "
+                "seed (departures in runs.jsonl)\n",
+                s->runs_departed, s->runs_departed == 1 ? "" : "s",
+                s->runs_departed == 1 ? "it may" : "they may");
     if (!strcmp(s->policy, "pb") || !strcmp(s->policy, "db"))
         fprintf(out,
                 "  schedules %" PRIu64 " explored, %" PRIu64

@@ -531,6 +531,14 @@ void sched_write_record(void)
                                       (json_int_t)s->cfg.schedule, "status",
                                       st[pct_policy_schedule_status(s->policy)]));
     }
+    /* A gate that gave up waiting (a stall of the host, or a holder stuck
+     * in qemu's exclusive section) let its thread run outside the policy's
+     * order: such a run may not repeat by its seed. */
+    weft_platform_stats st;
+    weft_platform_get_stats(g_plugin.platform, &st);
+    if (rec && st.escapes + st.exclusive_yields)
+        json_object_set_new(rec, "departures",
+                            json_integer((json_int_t)(st.escapes + st.exclusive_yields)));
     if (rec)
         add_switches(rec);
     char tmp[4096];

@@ -82,6 +82,12 @@ check "--summary: 3 hits, 30%, Clopper-Pearson interval" \
   grep -q "hits      3 = 30% (95% Clopper-Pearson interval 6.674% .. 65.25%" "$work/out"
 check "--summary: bound 1/(n k) = 0.5%" grep -q "bound     0.5% per run = 1/(n k^(d-1))" "$work/out"
 check "--summary: first hit seed 3 after 3 runs" grep -q "first hit seed 3 (run 3 of" "$work/out"
+check "--summary: no departed line when no run departed" bash -c "! grep -q departed '$work/out'"
+# A run whose gates gave up waiting (a host stall) is said not to repeat by seed.
+sed 's/^{"seed":5,/{"seed":5,"departures":2,/' "$work/hand.jsonl" >"$work/dep.jsonl"
+"$WEFT" replay --summary "$work/dep.jsonl" >"$work/out" 2>&1 || true
+check "--summary: a run that left the policy's order is counted" \
+  grep -q "departed  1 run left the policy's order" "$work/out"
 printf '{"seed":11,"verdict":"pass","policy":"rpro","depth":2,"radius":3,"n":2,"k":100,"points":"none"}\n' \
   >>"$work/hand.jsonl"
 run_status st "$WEFT" replay --summary "$work/hand.jsonl" >"$work/out" 2>"$work/err"

@@ -249,6 +249,9 @@ typedef struct replay_summary {
     uint64_t runs_beyond_k;
     /* pb, db: runs whose schedule repeated one with fewer deviations */
     uint64_t duplicates;
+    /* runs where a gate gave up waiting (a host stall, a thread stuck in
+     * qemu): they left the policy's order and may not repeat by seed */
+    uint64_t runs_departed;
     double hit_rate, ci_lo, ci_hi, bound;
     uint64_t seed_min, seed_max, first_hit_seed; /* first_hit_seed: UINT64_MAX if none */
     uint64_t steps_max, threads_max;
