@@ -15,6 +15,7 @@
  *   explain.c        why a failing run failed: its switches, races, verdict
  *   minimize.c       the fewest preemptions that still fail (ddmin)
  *   race_points.c    --points races: the racy pcs of the profiling trace
+ *   runs_file.c      a runs.jsonl: its lines in seed order, the seeds done
  *   request.c        a weft replay command line: its checks and its run
  *
  * docs/replay.md describes the command, the verdicts and the files. */
