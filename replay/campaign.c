@@ -23,6 +23,8 @@
 
 #include "weft/replay.h"
 
+#include "runs_file.h"
+
 #define WORKER_INTERRUPTED 100
 #define WORKER_ERROR 101
 /* OR'ed into a verdict: the slot's fork server failed, start it again. */
@@ -50,130 +52,6 @@ static void on_child(int sig)
 {
     (void)sig;
     wake_parent();
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Seeds already in runs.jsonl (sorted); a last line cut short by a kill is
- * removed so that appends start on a fresh line. */
-static int load_done(const char *path, uint64_t **seeds, size_t *n)
-{
-    *seeds = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "r+");
-    if (!f)
-        return errno == ENOENT ? 0 : (weft_error("%s: %s", path, strerror(errno)), -1);
-    size_t cap = 0;
-    char *buf = NULL;
-    size_t blen = 0;
-    ssize_t got;
-    off_t good = 0;
-    while ((got = getline(&buf, &blen, f)) > 0) {
-        if (buf[got - 1] != '\n')
-            break;
-        good += got;
-        json_t *o = json_loads(buf, 0, NULL);
-        json_t *s = o ? json_object_get(o, "seed") : NULL;
-        if (json_is_integer(s)) {
-            if (*n == cap) {
-                cap = cap ? cap * 2 : 256;
-                uint64_t *m = realloc(*seeds, cap * sizeof *m);
-                if (!m) {
-                    json_decref(o);
-                    break;
-                }
-                *seeds = m;
-            }
-            (*seeds)[(*n)++] = (uint64_t)json_integer_value(s);
-        }
-        json_decref(o);
-    }
-    free(buf);
-    if (ftruncate(fileno(f), good) != 0)
-        weft_error("%s: %s", path, strerror(errno));
-    fclose(f);
-    if (*n)
-        qsort(*seeds, *n, sizeof **seeds, cmp_u64);
-    return 0;
-}
-
-int replay_line_cmp(const void *a, const void *b)
-{
-    const replay_line *x = a, *y = b;
-    if (x->seed != y->seed)
-        return x->seed < y->seed ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
-
-int replay_lines_read(FILE *f, size_t tag, replay_line **lines, size_t *n, size_t *cap)
-{
-    char *buf = NULL;
-    size_t blen = 0;
-    ssize_t got;
-    int rc = 0;
-    while ((got = getline(&buf, &blen, f)) > 0) {
-        if (buf[got - 1] != '\n')
-            break;
-        /* NUL bytes (zeros a crash left in the file) would cut the line's
-         * text short, and its newline with it: they become spaces. */
-        for (char *z = memchr(buf, 0, (size_t)got); z; z = memchr(z, 0, (size_t)(buf + got - z)))
-            *z = ' ';
-        json_t *o = json_loads(buf, 0, NULL);
-        json_t *s = o ? json_object_get(o, "seed") : NULL;
-        uint64_t seed = json_is_integer(s) ? (uint64_t)json_integer_value(s) : UINT64_MAX;
-        json_decref(o);
-        if (*n == *cap) {
-            size_t c = *cap ? *cap * 2 : 256;
-            replay_line *m = realloc(*lines, c * sizeof *m);
-            if (!m) {
-                rc = -1;
-                break;
-            }
-            *lines = m;
-            *cap = c;
-        }
-        (*lines)[*n] = (replay_line){seed, *n, tag, strdup(buf)};
-        (*n)++;
-    }
-    free(buf);
-    return rc;
-}
-
-/* At the end: runs.jsonl in seed order (a seed once), so two campaigns with
- * the same arguments give the same file apart from wall times. */
-static void sort_runs(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    replay_line *lines = NULL;
-    size_t n = 0, cap = 0, total = 0;
-    if (replay_lines_read(f, 0, &lines, &n, &cap) == 0) {
-        qsort(lines, n, sizeof *lines, replay_line_cmp);
-        for (size_t i = 0; i < n; i++)
-            total += lines[i].text ? strlen(lines[i].text) : 0;
-        char *all = malloc(total + 1);
-        size_t len = 0;
-        for (size_t i = 0; all && i < n; i++) {
-            if (!lines[i].text || (i && lines[i].seed == lines[i - 1].seed))
-                continue;
-            size_t l = strlen(lines[i].text);
-            memcpy(all + len, lines[i].text, l);
-            len += l;
-        }
-        char err[512];
-        if (all && weft_write_atomic(path, all, len, err, sizeof err))
-            weft_error("%s", err);
-        free(all);
-    }
-    for (size_t i = 0; i < n; i++)
-        free(lines[i].text);
-    free(lines);
-    fclose(f);
 }
 
 static void worker(const replay_config *c, uint64_t seed, int runs_fd, const char *tmp_dir)
@@ -291,7 +169,7 @@ static uint64_t next_seed(const replay_config *c, const uint64_t *done, size_t n
 {
     for (;;) {
         uint64_t s = c->first_seed + (*cursor)++;
-        if (!done || !bsearch(&s, done, ndone, sizeof *done, cmp_u64))
+        if (!done || !bsearch(&s, done, ndone, sizeof *done, replay_u64_cmp))
             return s;
     }
 }
@@ -439,166 +317,251 @@ static int flight_reaped(flight *f, replay_pool *pool, pid_t pid, int st, int *c
     return 0;
 }
 
-int replay_campaign(replay_config *c)
+/* A campaign while it runs: what the dispatching loop and its steps share. */
+typedef struct campaign {
+    replay_config *c;
+    char runs_path[PATH_MAX + 32], tmp_dir[PATH_MAX + 16];
+    uint64_t *done; /* seeds already in runs.jsonl (--resume), sorted */
+    size_t ndone;
+    int fd; /* runs.jsonl, appended to by the workers */
+    uint64_t ntodo, cursor, next;
+    unsigned jobs;
+    replay_pool *pool;
+    flight f;
+    progress pg; /* its done and hits are the campaign's counts */
+    int error, stop_hit, forwarded;
+    struct sigaction old_int, old_term, old_chld;
+} campaign;
+
+/* The seeds to run are the range minus the done ones, taken one at a
+ * time: no list as long as --runs (which may be 2^40). */
+static void campaign_plan(campaign *k)
 {
-    char runs_path[PATH_MAX + 32], tmp_dir[PATH_MAX + 16], err[512];
-    snprintf(runs_path, sizeof runs_path, "%s/runs.jsonl", c->out_dir);
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/tmp", c->out_dir);
-    if (weft_mkdirs(tmp_dir))
-        return WEFT_EXIT_FAIL;
-    uint64_t *done = NULL;
-    size_t ndone = 0;
-    if (c->resume) {
-        if (load_done(runs_path, &done, &ndone))
-            return WEFT_EXIT_FAIL;
-    } else if (access(runs_path, F_OK) == 0 && !c->seed_given) {
-        printf("weft: %s: replacing the runs of an earlier campaign (--resume continues one)\n",
-               runs_path);
-    }
-    int fd = open(runs_path, O_WRONLY | O_CREAT | O_APPEND | (c->resume ? 0 : O_TRUNC), 0666);
-    if (fd < 0) {
-        weft_error("%s: %s", runs_path, strerror(errno));
-        free(done);
-        return WEFT_EXIT_FAIL;
-    }
-    /* The seeds to run are the range minus the done ones, taken one at a
-     * time: no list as long as --runs (which may be 2^40). */
+    const replay_config *c = k->c;
     uint64_t ndone_here = 0;
-    for (size_t i = 0; i < ndone; i++)
-        ndone_here += done[i] >= c->first_seed && done[i] - c->first_seed < c->runs;
-    uint64_t ntodo = c->runs - ndone_here, cursor = 0;
-    unsigned jobs = c->jobs;
-    if (jobs > ntodo)
-        jobs = ntodo ? (unsigned)ntodo : 1;
+    for (size_t i = 0; i < k->ndone; i++)
+        ndone_here += k->done[i] >= c->first_seed && k->done[i] - c->first_seed < c->runs;
+    k->ntodo = c->runs - ndone_here;
+    k->jobs = c->jobs;
+    /* No more slots than seeds: each slot may start a fork server. */
+    if (k->jobs > k->ntodo)
+        k->jobs = k->ntodo ? (unsigned)k->ntodo : 1;
     if (!c->seed_given && !c->inner)
         printf("weft: seeds %" PRIu64 "..%" PRIu64 ": %" PRIu64 " to run (%" PRIu64
                " already done), %u at a time -> %s\n",
-               c->first_seed, c->first_seed + c->runs - 1, ntodo, c->runs - ntodo, jobs, runs_path);
+               c->first_seed, c->first_seed + c->runs - 1, k->ntodo, c->runs - k->ntodo, k->jobs,
+               k->runs_path);
     fflush(stdout);
+}
 
-    struct sigaction sa = {0}, old_int, old_term, old_chld;
-    sa.sa_handler = on_stop; /* no SA_RESTART: a wait returns on a signal */
+/* The folder's tmp/ and runs.jsonl, truncated unless resumed. 0, or -1
+ * after one line. */
+static int campaign_open(campaign *k, replay_config *c)
+{
+    *k = (campaign){.c = c, .fd = -1};
+    snprintf(k->runs_path, sizeof k->runs_path, "%s/runs.jsonl", c->out_dir);
+    snprintf(k->tmp_dir, sizeof k->tmp_dir, "%s/tmp", c->out_dir);
+    if (weft_mkdirs(k->tmp_dir))
+        return -1;
+    if (c->resume) {
+        if (replay_runs_done(k->runs_path, &k->done, &k->ndone))
+            return -1;
+    } else if (access(k->runs_path, F_OK) == 0 && !c->seed_given) {
+        printf("weft: %s: replacing the runs of an earlier campaign (--resume continues one)\n",
+               k->runs_path);
+    }
+    k->fd = open(k->runs_path, O_WRONLY | O_CREAT | O_APPEND | (c->resume ? 0 : O_TRUNC), 0666);
+    if (k->fd < 0) {
+        weft_error("%s: %s", k->runs_path, strerror(errno));
+        free(k->done);
+        return -1;
+    }
+    campaign_plan(k);
+    return 0;
+}
+
+/* SIGINT and SIGTERM stop the campaign in order instead of killing it
+ * (finished runs stay, --resume runs the rest); no SA_RESTART, so that a
+ * wait returns on them. SIGCHLD wakes the dispatching loop. */
+static void signals_take(campaign *k)
+{
+    struct sigaction sa = {0};
+    sa.sa_handler = on_stop;
     sigemptyset(&sa.sa_mask);
     stop_signal = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, &sa, &k->old_int);
+    sigaction(SIGTERM, &sa, &k->old_term);
     sa.sa_handler = on_child;
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-    sigaction(SIGCHLD, &sa, &old_chld);
+    sigaction(SIGCHLD, &sa, &k->old_chld);
+}
 
-    replay_pool *pool = c->pool ? c->pool : replay_pool_create(c);
-    flight f;
-    progress pg = {.tty = isatty(2) && !c->seed_given && !c->quiet && !c->inner,
-                   .total = ntodo,
-                   .t0 = weft_now_s(),
-                   .last_line = weft_now_s(),
-                   .next_line_at = ntodo / 10 ? ntodo / 10 : 1};
-    uint64_t next = 0, finished = 0, hits = 0;
-    int error = flight_open(&f, jobs), stop_hit = 0, forwarded = 0;
-    while (!error || f.active) {
-        flight_collect(&f);
-        int s = -1;
-        while (!stop_signal && !error && !stop_hit && next < ntodo &&
-               (s = flight_free_slot(&f)) >= 0) {
-            replay_config wc = *c;
-            wc.server = replay_pool_server(pool, c, (unsigned)s, &stop_signal);
-            if (stop_signal)
-                break;
-            if (flight_start(&f, (unsigned)s, &wc, next_seed(c, done, ndone, &cursor), fd,
-                             tmp_dir)) {
-                error = 1;
-                break;
-            }
-            next++;
-        }
-        if (!f.active)
+static void signals_restore(const campaign *k)
+{
+    sigaction(SIGINT, &k->old_int, NULL);
+    sigaction(SIGTERM, &k->old_term, NULL);
+    sigaction(SIGCHLD, &k->old_chld, NULL);
+}
+
+/* Start seeds on the free slots, until none is free or nothing more
+ * should start. */
+static void campaign_dispatch(campaign *k)
+{
+    int s = -1;
+    while (!stop_signal && !k->error && !k->stop_hit && k->next < k->ntodo &&
+           (s = flight_free_slot(&k->f)) >= 0) {
+        replay_config wc = *k->c;
+        wc.server = replay_pool_server(k->pool, k->c, (unsigned)s, &stop_signal);
+        if (stop_signal)
             break;
-        if (stop_signal && !forwarded) {
-            for (unsigned i = 0; i < 2 * f.jobs; i++)
-                if (f.pid[i])
-                    kill(f.pid[i], SIGTERM);
-            forwarded = 1;
-        }
-        int st;
-        pid_t w = waitpid(-1, &st, WNOHANG);
-        if (w == 0 || (w < 0 && errno == EINTR)) {
-            flight_sleep(&f);
-            continue;
-        }
-        if (w < 0) {
-            weft_error("waitpid: %s", strerror(errno));
+        uint64_t seed = next_seed(k->c, k->done, k->ndone, &k->cursor);
+        if (flight_start(&k->f, (unsigned)s, &wc, seed, k->fd, k->tmp_dir)) {
+            k->error = 1;
             break;
         }
-        int code;
-        uint64_t seed;
-        if (flight_reaped(&f, pool, w, st, &code, &seed)) {
-            replay_pool_reaped(pool, w);
-            continue;
-        }
-        if (code == WORKER_ERROR) {
-            error = 1;
-            continue;
-        }
-        if (code == WORKER_INTERRUPTED || code >= REPLAY_VERDICT_COUNT)
-            continue;
-        finished++;
-        pg.done = finished;
-        if (code != REPLAY_PASS || c->seed_given) {
-            if (replay_verdict_is_hit((replay_verdict)code)) {
-                hits++;
-                pg.hits = hits;
-                if (c->stop_on_hit)
-                    stop_hit = 1;
-            }
-            progress_clear(&pg);
-            report_run(c, seed, tmp_dir);
-        }
-        if (!c->seed_given && !c->quiet && !c->inner)
-            progress_show(&pg);
+        k->next++;
     }
-    if (pg.tty)
-        fputs("\n", stderr);
-    if (!c->pool)
-        replay_pool_destroy(pool);
-    flight_close(&f);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGCHLD, &old_chld, NULL);
-    free(done);
-    double wall = weft_now_s() - pg.t0;
-    if (fsync(fd) != 0 && errno != EINVAL)
-        weft_error("%s: %s", runs_path, strerror(errno));
-    close(fd);
-    sort_runs(runs_path);
-    rmdir(tmp_dir); /* empty unless a worker was killed mid-run */
+}
 
-    int status = hits ? 10 : WEFT_EXIT_OK;
+/* A worker's exit code: count its run, and say what a failing run (or the
+ * --seed run) found as soon as it is known, not at the end. */
+static void campaign_count(campaign *k, int code, uint64_t seed)
+{
+    const replay_config *c = k->c;
+    if (code == WORKER_ERROR) {
+        k->error = 1;
+        return;
+    }
+    if (code == WORKER_INTERRUPTED || code >= REPLAY_VERDICT_COUNT)
+        return;
+    k->pg.done++;
+    if (code != REPLAY_PASS || c->seed_given) {
+        if (replay_verdict_is_hit((replay_verdict)code)) {
+            k->pg.hits++;
+            if (c->stop_on_hit)
+                k->stop_hit = 1;
+        }
+        progress_clear(&k->pg);
+        report_run(c, seed, k->tmp_dir);
+    }
+    if (!c->seed_given && !c->quiet && !c->inner)
+        progress_show(&k->pg);
+}
+
+/* Reap a worker, or sleep until there may be one to reap. 0, or -1 after
+ * one line when waitpid fails. */
+static int campaign_reap(campaign *k)
+{
+    int st;
+    pid_t w = waitpid(-1, &st, WNOHANG);
+    if (w == 0 || (w < 0 && errno == EINTR)) {
+        flight_sleep(&k->f);
+        return 0;
+    }
+    if (w < 0) {
+        weft_error("waitpid: %s", strerror(errno));
+        return -1;
+    }
+    int code;
+    uint64_t seed;
+    if (flight_reaped(&k->f, k->pool, w, st, &code, &seed))
+        replay_pool_reaped(k->pool, w);
+    else
+        campaign_count(k, code, seed);
+    return 0;
+}
+
+static void campaign_loop(campaign *k)
+{
+    while (!k->error || k->f.active) {
+        flight_collect(&k->f);
+        campaign_dispatch(k);
+        if (!k->f.active)
+            break;
+        /* A stop sent to weft alone (kill, not the terminal's ^C) must
+         * reach the workers too, once: they kill their runs. */
+        if (stop_signal && !k->forwarded) {
+            for (unsigned i = 0; i < 2 * k->f.jobs; i++)
+                if (k->f.pid[i])
+                    kill(k->f.pid[i], SIGTERM);
+            k->forwarded = 1;
+        }
+        if (campaign_reap(k))
+            break;
+    }
+}
+
+/* Everything the loop held, given back; runs.jsonl made durable and put in
+ * seed order. Returns this invocation's wall time. */
+static double campaign_close(campaign *k)
+{
+    if (k->pg.tty)
+        fputs("\n", stderr);
+    if (!k->c->pool)
+        replay_pool_destroy(k->pool);
+    flight_close(&k->f);
+    signals_restore(k);
+    free(k->done);
+    double wall = weft_now_s() - k->pg.t0;
+    if (fsync(k->fd) != 0 && errno != EINVAL)
+        weft_error("%s: %s", k->runs_path, strerror(errno));
+    close(k->fd);
+    replay_runs_sort(k->runs_path);
+    rmdir(k->tmp_dir); /* empty unless a worker was killed mid-run */
+    return wall;
+}
+
+/* summary.json and timing.json from the whole runs.jsonl (a resumed
+ * campaign's earlier runs too), and the summary printed. Returns weft's
+ * exit status by the hits. */
+static int campaign_summarize(const campaign *k, double wall)
+{
+    const replay_config *c = k->c;
+    int status = k->pg.hits ? 10 : WEFT_EXIT_OK;
     replay_summary s;
-    char sum_path[PATH_MAX + 32], timing_path[PATH_MAX + 32];
+    char sum_path[PATH_MAX + 32], timing_path[PATH_MAX + 32], err[512];
     snprintf(sum_path, sizeof sum_path, "%s/summary.json", c->out_dir);
     snprintf(timing_path, sizeof timing_path, "%s/timing.json", c->out_dir);
-    if (replay_summary_read(runs_path, &s, err, sizeof err) == 0) {
+    if (replay_summary_read(k->runs_path, &s, err, sizeof err) == 0) {
         if (replay_summary_write(&s, sum_path, err, sizeof err) ||
             /* after --resume, this invocation's wall time is not the campaign's */
             replay_timing_write(&s, timing_path, c->resume ? -1 : wall, err, sizeof err))
             weft_error("%s", err);
         if (!c->seed_given && !c->inner) {
             replay_summary_print(&s, stdout);
-            printf("  files     %s, %s\n", runs_path, sum_path);
+            printf("  files     %s, %s\n", k->runs_path, sum_path);
         }
         status = s.hits ? 10 : WEFT_EXIT_OK;
-    } else if (finished) {
+    } else if (k->pg.done) {
         weft_error("%s", err);
     }
+    return status;
+}
+
+int replay_campaign(replay_config *c)
+{
+    campaign k;
+    if (campaign_open(&k, c))
+        return WEFT_EXIT_FAIL;
+    signals_take(&k);
+    k.pool = c->pool ? c->pool : replay_pool_create(c);
+    k.pg = (progress){.tty = isatty(2) && !c->seed_given && !c->quiet && !c->inner,
+                      .total = k.ntodo,
+                      .t0 = weft_now_s(),
+                      .last_line = weft_now_s(),
+                      .next_line_at = k.ntodo / 10 ? k.ntodo / 10 : 1};
+    k.error = flight_open(&k.f, k.jobs);
+    campaign_loop(&k);
+    int status = campaign_summarize(&k, campaign_close(&k));
     if (stop_signal) {
         printf("weft: interrupted (%s): %" PRIu64 " of %" PRIu64
                " runs finished this time; the same command with --resume runs the rest\n",
-               strsignal(stop_signal), finished, ntodo);
+               strsignal(stop_signal), k.pg.done, k.ntodo);
         return 128 + stop_signal;
     }
-    if (error)
+    if (k.error)
         return WEFT_EXIT_FAIL;
-    if (stop_hit && !c->seed_given && !c->inner)
+    if (k.stop_hit && !c->seed_given && !c->inner)
         printf("weft: stopped at the first hit (--stop-on-hit): the hit rate above is not an "
                "estimate\n");
     return status;

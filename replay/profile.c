@@ -332,64 +332,62 @@ static int profile_counts(const replay_config *c, uint64_t seed, const char *dir
     return 0;
 }
 
-int replay_profile(replay_config *c)
+/* The shared-access pcs (--points shared, visible, races) from one
+ * profiling trace, written to out_dir/points.pcs. 0, or -1 after one
+ * line. */
+static int profile_points(replay_config *c, const char *dir)
 {
-    char dir[PATH_MAX + 16], trace[PATH_MAX + 32], args[PATH_MAX * 4], note[64];
-    snprintf(dir, sizeof dir, "%s/tmp", c->out_dir);
-    if (weft_mkdirs(dir))
-        return -1;
+    char trace[PATH_MAX + 32], args[PATH_MAX * 4], note[64];
     snprintf(trace, sizeof trace, "%s/profile.wtr", dir);
-    if (c->points == POINTS_SHARED || (c->points == POINTS_VISIBLE && !c->pcs_path[0])) {
-        guest_result r;
-        uint32_t flags = 0;
-        /* Which pcs touch an address two threads use is a matter of
-         * address sets, but which addresses a thread touches can depend on
-         * the interleaving (a work queue's split): the trace is that of one
-         * schedule, the random policy's seed 0 with the program's visible
-         * operations as points, so that it is the same on every machine and
-         * costs one replay, not an exact trace. The first 64 MB of events
-         * are enough to see them (the run is then stopped, flagged so): a
-         * real program's profile costs a fraction of one of its schedules,
-         * and a guest that spins for the whole time limit does not write
-         * gigabytes here. */
-        snprintf(args, sizeof args,
-                 "sched=random,seed=0,depth=1,points=visible,maxsize=%llu,out=%s", 64ull << 20,
-                 trace);
-        double t0 = weft_now_s();
-        if (profile_run(c, args, trace, dir, &r, &flags))
-            return -1;
-        snprintf(c->pcs_path, sizeof c->pcs_path, "%s/points.pcs", c->out_dir);
-        uint64_t naddrs = 0;
-        if (c->race_points ? replay_race_pcs(trace, c->run.binary, c->pcs_path, &c->npcs, &naddrs)
-                           : write_shared_pcs(trace, c->pcs_path, &c->npcs, &naddrs))
-            return -1;
-        /* --save-trace keeps the schedule the points come from. */
-        char kept[PATH_MAX + 32];
-        snprintf(kept, sizeof kept, "%s/profile.wtr", c->out_dir);
-        if (!c->save_trace || rename(trace, kept) != 0)
-            unlink(trace);
-        if (c->race_points)
-            printf("weft: profiling trace: %" PRIu64 " race%s (weft races), %" PRIu64
-                   " instruction%s in them -> %s (%.2f s)%s%s\n",
-                   naddrs, naddrs == 1 ? "" : "s", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
-                   weft_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "",
-                   note);
-        else
-            printf("weft: profiling trace: %" PRIu64 " shared address%s (8-byte granules "
-                   "accessed by 2+ threads, 1+ write), %" PRIu64
-                   " instruction%s touching them -> %s (%.2f s)%s%s\n",
-                   naddrs, naddrs == 1 ? "" : "es", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
-                   weft_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "",
-                   note);
-    }
-    if (c->k && c->n)
-        return 0;
-    /* k and n: the largest counts of a few runs under the random policy
-     * (seeds 0, 1, ...), since a run of another schedule may take more
-     * steps than one profiling run did; the campaign's runs that still take
-     * more are counted in its summary. */
+    guest_result r;
+    uint32_t flags = 0;
+    /* Which pcs touch an address two threads use is a matter of
+     * address sets, but which addresses a thread touches can depend on
+     * the interleaving (a work queue's split): the trace is that of one
+     * schedule, the random policy's seed 0 with the program's visible
+     * operations as points, so that it is the same on every machine and
+     * costs one replay, not an exact trace. The first 64 MB of events
+     * are enough to see them (the run is then stopped, flagged so): a
+     * real program's profile costs a fraction of one of its schedules,
+     * and a guest that spins for the whole time limit does not write
+     * gigabytes here. */
+    snprintf(args, sizeof args, "sched=random,seed=0,depth=1,points=visible,maxsize=%llu,out=%s",
+             64ull << 20, trace);
+    double t0 = weft_now_s();
+    if (profile_run(c, args, trace, dir, &r, &flags))
+        return -1;
+    snprintf(c->pcs_path, sizeof c->pcs_path, "%s/points.pcs", c->out_dir);
+    uint64_t naddrs = 0;
+    if (c->race_points ? replay_race_pcs(trace, c->run.binary, c->pcs_path, &c->npcs, &naddrs)
+                       : write_shared_pcs(trace, c->pcs_path, &c->npcs, &naddrs))
+        return -1;
+    /* --save-trace keeps the schedule the points come from. */
+    char kept[PATH_MAX + 32];
+    snprintf(kept, sizeof kept, "%s/profile.wtr", c->out_dir);
+    if (!c->save_trace || rename(trace, kept) != 0)
+        unlink(trace);
+    if (c->race_points)
+        printf("weft: profiling trace: %" PRIu64 " race%s (weft races), %" PRIu64
+               " instruction%s in them -> %s (%.2f s)%s%s\n",
+               naddrs, naddrs == 1 ? "" : "s", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
+               weft_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "", note);
+    else
+        printf("weft: profiling trace: %" PRIu64 " shared address%s (8-byte granules "
+               "accessed by 2+ threads, 1+ write), %" PRIu64
+               " instruction%s touching them -> %s (%.2f s)%s%s\n",
+               naddrs, naddrs == 1 ? "" : "es", c->npcs, c->npcs == 1 ? "" : "s", c->pcs_path,
+               weft_now_s() - t0, outcome(&r, flags, note, sizeof note)[0] ? "; note: " : "", note);
+    return 0;
+}
+
+/* k and n: the largest counts of a few runs under the random policy
+ * (seeds 0, 1, ...), since a run of another schedule may take more steps
+ * than one profiling run did; the campaign's runs that still take more are
+ * counted in its summary. 0, or -1 after one line. */
+static int profile_k_n(replay_config *c, const char *dir)
+{
     uint64_t runs = c->profile_runs ? c->profile_runs : 1, kmax = 0, nmax = 0;
-    char seen[256] = "";
+    char seen[256] = "", note[64];
     size_t sl = 0;
     int any_estimated = 0;
     double t0 = weft_now_s();
@@ -420,4 +418,18 @@ int replay_profile(replay_config *c)
                          : "",
            note[0] ? "; note: the last " : "", note);
     return 0;
+}
+
+int replay_profile(replay_config *c)
+{
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/tmp", c->out_dir);
+    if (weft_mkdirs(dir))
+        return -1;
+    if ((c->points == POINTS_SHARED || (c->points == POINTS_VISIBLE && !c->pcs_path[0])) &&
+        profile_points(c, dir))
+        return -1;
+    if (c->k && c->n)
+        return 0;
+    return profile_k_n(c, dir);
 }

@@ -123,8 +123,6 @@ static void tail_add(thread_tail *t, const weft_event *ev)
         t->npcs++;
 }
 
-/* Each live thread of a deadlocked run whose last event is a futex wait:
- * which word, which object, where. Appends to `waits` and `detail`. */
 /* The program's last synchronization call of thread i, from the plugin's
  * record (visible points): 0 if none. */
 static uint64_t record_call(json_t *rec, uint32_t i, const char **callee)
@@ -141,6 +139,130 @@ static uint64_t record_call(json_t *rec, uint32_t i, const char **callee)
     return 0;
 }
 
+/* Where a thread waits, in the words of the program's symbols. */
+typedef struct wait_site {
+    const char *obj, *fn, *file, *ufn, *ufile;
+    const char *api; /* e.g. pthread_mutex_lock */
+    int from_call;   /* ufn:uline is the program's call of api */
+    int line, uline;
+    uint64_t off, pc, upc;
+} wait_site;
+
+/* Back through the thread's last pcs, newest first: the wait's own place
+ * when the wait event has no pc, the call the thread is in, and the last
+ * of its own code that has a source line. */
+static void walk_back(weft_symbols *syms, const thread_tail *tt, wait_site *ws)
+{
+    for (unsigned j = 0; j < tt->npcs; j++) {
+        uint64_t p = tt->pcs[(tt->head + RECENT_PCS - 1 - j) % RECENT_PCS];
+        const char *f = NULL, *fl = NULL;
+        int l = 0;
+        weft_symbols_pc(syms, p, &f, &fl, &l);
+        if (j == 0 && !ws->pc) {
+            ws->pc = p;
+            ws->fn = f;
+            ws->file = fl;
+            ws->line = l;
+        }
+        /* The call the thread is in: the first function going back
+         * that is not an atomic helper or the futex lock slow path. */
+        if (!ws->api && f && strncmp(f, "__aarch64_", 10) && strncmp(f, "__lll_", 6) &&
+            strncmp(f, "__futex", 7) && !strstr(f, "asynccancel"))
+            ws->api = f;
+        if (fl && l) {
+            ws->ufn = f;
+            ws->ufile = fl;
+            ws->uline = l;
+            ws->upc = p;
+            break;
+        }
+    }
+}
+
+/* Thread i's wait: its futex word's object and the code around the wait;
+ * only the pc without symbols. */
+static void locate_wait(weft_symbols *syms, json_t *rec, uint32_t i, const thread_tail *tt,
+                        wait_site *ws)
+{
+    *ws = (wait_site){.pc = tt->last.pc};
+    if (!syms)
+        return;
+    weft_symbols_data(syms, tt->last.addr, &ws->obj, &ws->off);
+    walk_back(syms, tt, ws);
+    if (ws->pc == tt->last.pc && ws->pc)
+        weft_symbols_pc(syms, ws->pc, &ws->fn, &ws->file, &ws->line);
+    /* The call the program made, where it made it: better than the
+     * last own-code access, which may be lines before the call. */
+    const char *callee = NULL;
+    uint64_t cpc = record_call(rec, i, &callee);
+    const char *cf = NULL, *cfl = NULL;
+    int cl = 0;
+    if (cpc && weft_symbols_pc(syms, cpc, &cf, &cfl, &cl) == 0 && cfl && cl) {
+        ws->ufn = cf, ws->ufile = cfl, ws->uline = cl, ws->upc = cpc;
+        ws->api = callee;
+        ws->from_call = 1;
+    }
+}
+
+/* The wait as the verdict's detail says it: what (the futex word and its
+ * object) and where (the call, and the program's line that led there). */
+static void wait_words(const wait_site *ws, const char *futex, char *what, size_t wlen, char *where,
+                       size_t welen)
+{
+    if (ws->obj && ws->off)
+        snprintf(what, wlen, "%s (%s+%" PRIu64 ")", futex, ws->obj, ws->off);
+    else if (ws->obj)
+        snprintf(what, wlen, "%s (%s)", futex, ws->obj);
+    else
+        snprintf(what, wlen, "%s", futex);
+    int w = 0;
+    if (ws->api && ws->fn && strcmp(ws->api, ws->fn))
+        w = snprintf(where, welen, "in %s (%s)", ws->api, ws->fn);
+    else if (ws->fn)
+        w = snprintf(where, welen, "in %s", ws->fn);
+    else
+        w = snprintf(where, welen, "at pc 0x%" PRIx64, ws->pc);
+    if (ws->ufn && ws->from_call)
+        snprintf(where + w, welen - (size_t)w, ", called from %s (%s:%d)", ws->ufn,
+                 base_name(ws->ufile), ws->uline);
+    else if (ws->ufn && ws->upc != ws->pc)
+        snprintf(where + w, welen - (size_t)w, ", last own code %s (%s:%d)", ws->ufn,
+                 base_name(ws->ufile), ws->uline);
+    else if (ws->ufn)
+        snprintf(where + w, welen - (size_t)w, " (%s:%d)", base_name(ws->ufile), ws->uline);
+}
+
+/* The wait as runs.jsonl's "waits" entry, for tools that read the line. */
+static json_t *wait_json(uint32_t i, const wait_site *ws, const char *futex, uint64_t since)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "thread", json_integer(i));
+    json_object_set_new(o, "futex", json_string(futex));
+    json_object_set_new(o, "object", ws->obj ? json_string(ws->obj) : json_null());
+    json_object_set_new(o, "pc", json_integer((json_int_t)ws->pc));
+    json_object_set_new(o, "function", ws->fn ? json_string(ws->fn) : json_null());
+    json_object_set_new(o, "call", ws->api ? json_string(ws->api) : json_null());
+    json_object_set_new(o, "caller", ws->ufn ? json_string(ws->ufn) : json_null());
+    json_object_set_new(o, "file", ws->ufile ? json_string(base_name(ws->ufile)) : json_null());
+    json_object_set_new(o, "line", json_integer(ws->uline));
+    json_object_set_new(o, "since_ns", json_integer((json_int_t)since));
+    return o;
+}
+
+/* Each thread's last event and recent pcs, through the whole trace (the
+ * wait is the last event). NULL: out of memory. */
+static thread_tail *read_tails(weft_trace *t, uint32_t nt)
+{
+    thread_tail *tails = calloc(nt ? nt : 1, sizeof *tails);
+    weft_event ev;
+    while (tails && weft_trace_next(t, &ev) == 1)
+        if (ev.thread < nt)
+            tail_add(&tails[ev.thread], &ev);
+    return tails;
+}
+
+/* Each live thread of a deadlocked run whose last event is a futex wait:
+ * which word, which object, where. Appends to `waits` and `detail`. */
 static void describe_waits(const char *trace_path, const char *binary, json_t *rec, json_t *waits,
                            char *detail, size_t len)
 {
@@ -150,97 +272,19 @@ static void describe_waits(const char *trace_path, const char *binary, json_t *r
         return;
     const weft_trace_summary *s = weft_trace_get_summary(t);
     uint32_t nt = s->nthreads;
-    thread_tail *tails = calloc(nt ? nt : 1, sizeof *tails);
-    weft_event ev;
-    while (tails && weft_trace_next(t, &ev) == 1)
-        if (ev.thread < nt)
-            tail_add(&tails[ev.thread], &ev);
+    thread_tail *tails = read_tails(t, nt);
     weft_symbols *syms = weft_symbols_open(binary, err, sizeof err);
     size_t n = strlen(detail);
     for (uint32_t i = 0; tails && i < nt; i++) {
         const thread_tail *tt = &tails[i];
         if (s->threads[i].exited || !tt->seen || tt->last.kind != WEFT_EV_FUTEX_WAIT)
             continue;
-        const char *obj = NULL, *fn = NULL, *file = NULL, *ufn = NULL, *ufile = NULL;
-        const char *api = NULL; /* e.g. pthread_mutex_lock */
-        int from_call = 0;      /* ufn:uline is the program's call of api */
-        int line = 0, uline = 0;
-        uint64_t off = 0, pc = tt->last.pc, upc = 0;
-        if (syms) {
-            weft_symbols_data(syms, tt->last.addr, &obj, &off);
-            for (unsigned j = 0; j < tt->npcs; j++) {
-                uint64_t p = tt->pcs[(tt->head + RECENT_PCS - 1 - j) % RECENT_PCS];
-                const char *f = NULL, *fl = NULL;
-                int l = 0;
-                weft_symbols_pc(syms, p, &f, &fl, &l);
-                if (j == 0 && !pc) {
-                    pc = p;
-                    fn = f;
-                    file = fl;
-                    line = l;
-                }
-                /* The call the thread is in: the first function going back
-                 * that is not an atomic helper or the futex lock slow path. */
-                if (!api && f && strncmp(f, "__aarch64_", 10) && strncmp(f, "__lll_", 6) &&
-                    strncmp(f, "__futex", 7) && !strstr(f, "asynccancel"))
-                    api = f;
-                if (fl && l) {
-                    ufn = f;
-                    ufile = fl;
-                    uline = l;
-                    upc = p;
-                    break;
-                }
-            }
-            if (pc == tt->last.pc && pc)
-                weft_symbols_pc(syms, pc, &fn, &file, &line);
-            /* The call the program made, where it made it: better than the
-             * last own-code access, which may be lines before the call. */
-            const char *callee = NULL;
-            uint64_t cpc = record_call(rec, i, &callee);
-            const char *cf = NULL, *cfl = NULL;
-            int cl = 0;
-            if (cpc && weft_symbols_pc(syms, cpc, &cf, &cfl, &cl) == 0 && cfl && cl) {
-                ufn = cf, ufile = cfl, uline = cl, upc = cpc;
-                api = callee;
-                from_call = 1;
-            }
-        }
+        wait_site ws;
+        locate_wait(syms, rec, i, tt, &ws);
         char futex[32], what[300], where[600];
         snprintf(futex, sizeof futex, "0x%" PRIx64, tt->last.addr);
-        if (obj && off)
-            snprintf(what, sizeof what, "%s (%s+%" PRIu64 ")", futex, obj, off);
-        else if (obj)
-            snprintf(what, sizeof what, "%s (%s)", futex, obj);
-        else
-            snprintf(what, sizeof what, "%s", futex);
-        int w = 0;
-        if (api && fn && strcmp(api, fn))
-            w = snprintf(where, sizeof where, "in %s (%s)", api, fn);
-        else if (fn)
-            w = snprintf(where, sizeof where, "in %s", fn);
-        else
-            w = snprintf(where, sizeof where, "at pc 0x%" PRIx64, pc);
-        if (ufn && from_call)
-            snprintf(where + w, sizeof where - (size_t)w, ", called from %s (%s:%d)", ufn,
-                     base_name(ufile), uline);
-        else if (ufn && upc != pc)
-            snprintf(where + w, sizeof where - (size_t)w, ", last own code %s (%s:%d)", ufn,
-                     base_name(ufile), uline);
-        else if (ufn)
-            snprintf(where + w, sizeof where - (size_t)w, " (%s:%d)", base_name(ufile), uline);
-        json_t *o = json_object();
-        json_object_set_new(o, "thread", json_integer(i));
-        json_object_set_new(o, "futex", json_string(futex));
-        json_object_set_new(o, "object", obj ? json_string(obj) : json_null());
-        json_object_set_new(o, "pc", json_integer((json_int_t)pc));
-        json_object_set_new(o, "function", fn ? json_string(fn) : json_null());
-        json_object_set_new(o, "call", api ? json_string(api) : json_null());
-        json_object_set_new(o, "caller", ufn ? json_string(ufn) : json_null());
-        json_object_set_new(o, "file", ufile ? json_string(base_name(ufile)) : json_null());
-        json_object_set_new(o, "line", json_integer(uline));
-        json_object_set_new(o, "since_ns", json_integer((json_int_t)tt->last.time));
-        json_array_append_new(waits, o);
+        wait_words(&ws, futex, what, sizeof what, where, sizeof where);
+        json_array_append_new(waits, wait_json(i, &ws, futex, tt->last.time));
         if (n < len)
             n += (size_t)snprintf(detail + n, len - n, "%sT%u waits on futex %s %s", n ? "; " : "",
                                   i, what, where);
@@ -302,118 +346,156 @@ static int run_plain(const replay_config *c, uint64_t seed, const replay_run_fil
     return rc;
 }
 
-int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, char **line,
-                    replay_verdict *verdict)
+/* A run's files in tmp_dir, named by its seed: concurrent workers share the
+ * folder, never a file. */
+typedef struct seed_files {
+    char trace[PATH_MAX + 64], record[PATH_MAX + 64], switches[PATH_MAX + 64];
+    char out[PATH_MAX + 64], err[PATH_MAX + 64];
+} seed_files;
+
+static void seed_files_name(seed_files *f, const char *tmp_dir, uint64_t seed)
 {
-    char trace[PATH_MAX + 64], record[PATH_MAX + 64], out[PATH_MAX + 64], errf[PATH_MAX + 64];
-    char switches[PATH_MAX + 64];
-    snprintf(trace, sizeof trace, "%s/%" PRIu64 ".wtr", tmp_dir, seed);
-    snprintf(record, sizeof record, "%s/%" PRIu64 ".json", tmp_dir, seed);
-    snprintf(switches, sizeof switches, "%s/%" PRIu64 ".switches", tmp_dir, seed);
-    snprintf(out, sizeof out, "%s/%" PRIu64 ".stdout", tmp_dir, seed);
-    snprintf(errf, sizeof errf, "%s/%" PRIu64 ".stderr", tmp_dir, seed);
-    unlink(record);
-    guest_result r = {0};
-    uint32_t flags = 0;
-    /* A fork server's child if there is a server (it falls back here when
-     * it fails before the run starts), else a qemu of its own. */
-    const replay_run_files files = {trace, record, switches, out, errf};
+    snprintf(f->trace, sizeof f->trace, "%s/%" PRIu64 ".wtr", tmp_dir, seed);
+    snprintf(f->record, sizeof f->record, "%s/%" PRIu64 ".json", tmp_dir, seed);
+    snprintf(f->switches, sizeof f->switches, "%s/%" PRIu64 ".switches", tmp_dir, seed);
+    snprintf(f->out, sizeof f->out, "%s/%" PRIu64 ".stdout", tmp_dir, seed);
+    snprintf(f->err, sizeof f->err, "%s/%" PRIu64 ".stderr", tmp_dir, seed);
+}
+
+static void seed_files_remove(const seed_files *f)
+{
+    unlink(f->trace);
+    unlink(f->record);
+    unlink(f->switches);
+    unlink(f->out);
+    unlink(f->err);
+}
+
+/* One seed's run as it goes from the run to its JSON line. */
+typedef struct seed_run {
+    uint64_t seed;
+    seed_files files;
+    guest_result r;
+    uint32_t flags; /* WEFT_TRACE_DEADLOCK, WEFT_TRACE_LIVELOCK */
+    replay_verdict v;
+    char detail[2048];
+    json_t *waits;  /* a deadlock's, or NULL */
+    json_t *record; /* the plugin's record, NULL if it wrote none */
+    uint64_t makespan, nthreads;
+    char kept[PATH_MAX]; /* the kept trace, relative to out_dir, or "" */
+} seed_run;
+
+/* A fork server's child if there is a server (it falls back here when it
+ * fails before the run starts), else a qemu of its own. 0, -1 no trace,
+ * -2 after one line. */
+static int run_once(const replay_config *c, seed_run *sr)
+{
+    const seed_files *f = &sr->files;
+    const replay_run_files files = {f->trace, f->record, f->switches, f->out, f->err};
     int rc = 1;
     if (c->server)
-        rc = replay_server_run(c->server, c, seed, &files, &r, &flags);
+        rc = replay_server_run(c->server, c, sr->seed, &files, &sr->r, &sr->flags);
     if (rc == 1)
-        rc = run_plain(c, seed, &files, &r, &flags);
-    if (rc == -2)
-        return -1;
-    if (r.end == GUEST_INTERRUPTED) {
-        unlink(trace);
-        unlink(record);
-        unlink(switches);
-        unlink(out);
-        unlink(errf);
-        return 1;
-    }
-    if (rc != 0) {
-        char last[1024] = "";
-        find_line(errf, NULL, 0, last, sizeof last);
-        weft_error("seed %" PRIu64 ": the run produced no trace: %s", seed,
-                   last[0] ? last : "(no message)");
-        return -1;
-    }
+        rc = run_plain(c, sr->seed, &files, &sr->r, &sr->flags);
+    return rc;
+}
 
-    char detail[2048] = "";
-    replay_verdict v = REPLAY_PASS;
-    json_t *waits = NULL;
-    if (flags & WEFT_TRACE_DEADLOCK) {
-        v = REPLAY_DEADLOCK;
-        waits = json_array();
-        json_t *rec = json_load_file(record, 0, NULL);
-        describe_waits(trace, c->run.binary, rec, waits, detail, sizeof detail);
-        json_decref(rec);
-    } else if (flags & WEFT_TRACE_LIVELOCK) {
-        v = REPLAY_LIVELOCK;
-        spinners(errf, c->run.binary, detail, sizeof detail);
-    } else if (r.end == GUEST_TIMED_OUT) {
-        v = REPLAY_TIMEOUT;
-        snprintf(detail, sizeof detail, "killed after %u s (livelock, or --timeout too short)",
-                 c->timeout);
-    } else if (r.end == GUEST_SIGNALED) {
-        v = r.status == SIGABRT ? REPLAY_ABORT : REPLAY_CRASH;
-        /* The guest's own last words (an assertion message) if any. */
-        char last[1024] = "";
-        find_line(errf, NULL, 1, last, sizeof last);
-        snprintf(detail, sizeof detail, "killed by signal %d (%s)%s%s", r.status,
-                 strsignal(r.status), last[0] ? ": " : "", last);
-    } else if (r.status != c->expect_exit) {
+/* A run that exited: a BUG line makes it a bug, else a wrong status or a
+ * wrong stdout; the tracer's and the signals' verdicts come first. */
+static void judge_exit(const replay_config *c, seed_run *sr)
+{
+    if (sr->r.status != c->expect_exit) {
         char bug[1024];
-        if (find_line(out, "BUG:", 0, bug, sizeof bug) == 0) {
-            v = REPLAY_BUG;
-            snprintf(detail, sizeof detail, "%s", bug);
+        if (find_line(sr->files.out, "BUG:", 0, bug, sizeof bug) == 0) {
+            sr->v = REPLAY_BUG;
+            snprintf(sr->detail, sizeof sr->detail, "%s", bug);
         } else {
-            v = REPLAY_EXIT;
-            snprintf(detail, sizeof detail, "exit status %d, expected %d", r.status,
+            sr->v = REPLAY_EXIT;
+            snprintf(sr->detail, sizeof sr->detail, "exit status %d, expected %d", sr->r.status,
                      c->expect_exit);
         }
     } else if (c->expect_output) {
-        long l = first_difference(out, c->expect_output);
+        long l = first_difference(sr->files.out, c->expect_output);
         if (l) {
-            v = REPLAY_WRONG_OUTPUT;
-            snprintf(detail, sizeof detail, "stdout differs from %s at line %ld", c->expect_output,
-                     l);
+            sr->v = REPLAY_WRONG_OUTPUT;
+            snprintf(sr->detail, sizeof sr->detail, "stdout differs from %s at line %ld",
+                     c->expect_output, l);
         }
     }
+}
 
-    /* What the policy did, from the plugin's record and the trace. */
-    json_t *rec = json_load_file(record, 0, NULL);
-    uint64_t makespan = 0, nthreads = 0;
+/* The verdict and its detail line. */
+static void judge(const replay_config *c, seed_run *sr)
+{
+    sr->v = REPLAY_PASS;
+    if (sr->flags & WEFT_TRACE_DEADLOCK) {
+        sr->v = REPLAY_DEADLOCK;
+        sr->waits = json_array();
+        json_t *rec = json_load_file(sr->files.record, 0, NULL);
+        describe_waits(sr->files.trace, c->run.binary, rec, sr->waits, sr->detail,
+                       sizeof sr->detail);
+        json_decref(rec);
+    } else if (sr->flags & WEFT_TRACE_LIVELOCK) {
+        sr->v = REPLAY_LIVELOCK;
+        spinners(sr->files.err, c->run.binary, sr->detail, sizeof sr->detail);
+    } else if (sr->r.end == GUEST_TIMED_OUT) {
+        sr->v = REPLAY_TIMEOUT;
+        snprintf(sr->detail, sizeof sr->detail,
+                 "killed after %u s (livelock, or --timeout too short)", c->timeout);
+    } else if (sr->r.end == GUEST_SIGNALED) {
+        sr->v = sr->r.status == SIGABRT ? REPLAY_ABORT : REPLAY_CRASH;
+        /* The guest's own last words (an assertion message) if any. */
+        char last[1024] = "";
+        find_line(sr->files.err, NULL, 1, last, sizeof last);
+        snprintf(sr->detail, sizeof sr->detail, "killed by signal %d (%s)%s%s", sr->r.status,
+                 strsignal(sr->r.status), last[0] ? ": " : "", last);
+    } else {
+        judge_exit(c, sr);
+    }
+}
+
+/* What the policy did, from the plugin's record and the trace. */
+static void read_facts(seed_run *sr)
+{
+    sr->record = json_load_file(sr->files.record, 0, NULL);
     char err[512];
-    weft_trace *t = weft_trace_open(trace, err, sizeof err);
+    weft_trace *t = weft_trace_open(sr->files.trace, err, sizeof err);
     if (t) {
-        makespan = weft_trace_get_summary(t)->makespan;
-        nthreads = weft_trace_get_summary(t)->nthreads;
+        sr->makespan = weft_trace_get_summary(t)->makespan;
+        sr->nthreads = weft_trace_get_summary(t)->nthreads;
         weft_trace_close(t);
     }
-    char kept[PATH_MAX] = "";
-    if ((v != REPLAY_PASS || c->seed_given) && c->save_trace) {
-        keep(trace, c, seed, "wtr", kept, sizeof kept);
-        keep(out, c, seed, "stdout", NULL, 0);
-        keep(errf, c, seed, "stderr", NULL, 0);
-        keep(record, c, seed, "sched.json", NULL, 0); /* the switches, for --explain */
-        /* No record (the guest died of a signal), or one whose ring lost
-         * the oldest switches: the whole log, as it went. */
-        if (!rec || json_integer_value(json_object_get(rec, "switches_dropped")) > 0)
-            keep(switches, c, seed, "switches.jsonl", NULL, 0);
-    }
-    unlink(trace);
-    unlink(record);
-    unlink(switches);
-    unlink(out);
-    unlink(errf);
+}
 
-    json_t *o = json_object();
-    json_object_set_new(o, "seed", json_integer((json_int_t)seed));
-    json_object_set_new(o, "verdict", json_string(replay_verdict_name(v)));
-    json_object_set_new(o, "detail", json_string(detail));
+/* --save-trace: a failing run's (or the --seed run's) files, kept for weft
+ * info, --explain and --minimize. */
+static void keep_files(const replay_config *c, seed_run *sr)
+{
+    const seed_files *f = &sr->files;
+    keep(f->trace, c, sr->seed, "wtr", sr->kept, sizeof sr->kept);
+    keep(f->out, c, sr->seed, "stdout", NULL, 0);
+    keep(f->err, c, sr->seed, "stderr", NULL, 0);
+    keep(f->record, c, sr->seed, "sched.json", NULL, 0); /* the switches, for --explain */
+    /* No record (the guest died of a signal), or one whose ring lost
+     * the oldest switches: the whole log, as it went. */
+    if (!sr->record || json_integer_value(json_object_get(sr->record, "switches_dropped")) > 0)
+        keep(f->switches, c, sr->seed, "switches.jsonl", NULL, 0);
+}
+
+/* The record's counts as they are, null when the plugin wrote no record. */
+static void set_from_record(json_t *o, json_t *rec, const char *key)
+{
+    json_t *v = rec ? json_object_get(rec, key) : NULL;
+    json_object_set(o, key, v ? v : json_null());
+}
+
+/* The run's runs.jsonl line (docs/replay.md lists its fields). */
+static json_t *run_line(const replay_config *c, seed_run *sr)
+{
+    json_t *o = json_object(), *rec = sr->record;
+    json_object_set_new(o, "seed", json_integer((json_int_t)sr->seed));
+    json_object_set_new(o, "verdict", json_string(replay_verdict_name(sr->v)));
+    json_object_set_new(o, "detail", json_string(sr->detail));
     json_object_set_new(o, "policy", json_string(pct_kind_name(c->kind)));
     json_object_set_new(o, "depth", json_integer((json_int_t)c->depth));
     json_object_set_new(
@@ -422,26 +504,30 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     json_object_set_new(o, "k", json_integer((json_int_t)c->k));
     json_object_set_new(o, "points", json_string(replay_points_name(c->points)));
     json_object_set_new(o, "exit_status",
-                        r.end == GUEST_EXITED ? json_integer(r.status) : json_null());
+                        sr->r.end == GUEST_EXITED ? json_integer(sr->r.status) : json_null());
     json_object_set_new(o, "signal",
-                        r.end == GUEST_SIGNALED ? json_integer(r.status) : json_null());
-    json_t *steps = rec ? json_object_get(rec, "steps") : NULL;
-    json_t *cps = rec ? json_object_get(rec, "change_points") : NULL;
-    json_t *ovr = rec ? json_object_get(rec, "overrides") : NULL;
-    json_object_set(o, "steps", steps ? steps : json_null());
-    json_object_set(o, "change_points", cps ? cps : json_null());
-    json_object_set(o, "overrides", ovr ? ovr : json_null());
+                        sr->r.end == GUEST_SIGNALED ? json_integer(sr->r.status) : json_null());
+    set_from_record(o, rec, "steps");
+    set_from_record(o, rec, "change_points");
+    set_from_record(o, rec, "overrides");
     json_t *sched = rec ? json_object_get(rec, "schedule") : NULL;
     if (sched) /* pb, db: which schedule of the bounded search, and whether it was new */
         json_object_set(o, "schedule", sched);
     replay_line_add_switches(o, rec);
-    json_object_set_new(o, "threads", json_integer((json_int_t)nthreads));
-    json_object_set_new(o, "makespan_ns", json_integer((json_int_t)makespan));
-    if (waits)
-        json_object_set_new(o, "waits", waits);
-    json_object_set_new(o, "trace", kept[0] ? json_string(kept) : json_null());
-    json_object_set_new(o, "wall_s", json_real(r.wall_s));
-    json_decref(rec);
+    json_object_set_new(o, "threads", json_integer((json_int_t)sr->nthreads));
+    json_object_set_new(o, "makespan_ns", json_integer((json_int_t)sr->makespan));
+    if (sr->waits)
+        json_object_set_new(o, "waits", sr->waits);
+    sr->waits = NULL;
+    json_object_set_new(o, "trace", sr->kept[0] ? json_string(sr->kept) : json_null());
+    json_object_set_new(o, "wall_s", json_real(sr->r.wall_s));
+    return o;
+}
+
+/* The line as one text line: a worker appends it with a single write. 0,
+ * or -1 (out of memory). Takes o. */
+static int line_text(json_t *o, char **line)
+{
     char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6));
     json_decref(o);
     if (!s) {
@@ -457,6 +543,38 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     l[sl] = '\n';
     l[sl + 1] = 0;
     *line = l;
-    *verdict = v;
+    return 0;
+}
+
+int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, char **line,
+                    replay_verdict *verdict)
+{
+    seed_run sr = {.seed = seed};
+    seed_files_name(&sr.files, tmp_dir, seed);
+    unlink(sr.files.record);
+    int rc = run_once(c, &sr);
+    if (rc == -2)
+        return -1;
+    if (sr.r.end == GUEST_INTERRUPTED) {
+        seed_files_remove(&sr.files);
+        return 1;
+    }
+    if (rc != 0) {
+        char last[1024] = "";
+        find_line(sr.files.err, NULL, 0, last, sizeof last);
+        weft_error("seed %" PRIu64 ": the run produced no trace: %s", seed,
+                   last[0] ? last : "(no message)");
+        return -1;
+    }
+    judge(c, &sr);
+    read_facts(&sr);
+    if ((sr.v != REPLAY_PASS || c->seed_given) && c->save_trace)
+        keep_files(c, &sr);
+    seed_files_remove(&sr.files);
+    json_t *o = run_line(c, &sr);
+    json_decref(sr.record);
+    if (line_text(o, line))
+        return -1;
+    *verdict = sr.v;
     return 0;
 }

@@ -231,45 +231,47 @@ static int server_fd(int which)
     return (int)top - 2 + which;
 }
 
-/* Start slot's server and wait until it is ready. 0; 1 it cannot serve
- * (why says so); -1 interrupted. */
-static int server_start(replay_server *s, const replay_config *c, unsigned slot,
-                        volatile sig_atomic_t *stop, char *why, size_t whylen)
+/* A regular stdin: each server reads its own from where weft's is, as its
+ * children read theirs from where the server was at the fork. -1: no file
+ * to hand on (stdin is shared as it is). */
+static int own_stdin(void)
 {
-    char out[PATH_MAX + 64], err[PATH_MAX + 64], args[PATH_MAX * 4];
-    snprintf(out, sizeof out, "%s/tmp/server-%u.stdout", c->out_dir, slot);
-    snprintf(err, sizeof err, "%s/tmp/server-%u.stderr", c->out_dir, slot);
-    int req[2], resp[2];
-    if (replay_plugin_args(c, 0, args, sizeof args)) {
-        snprintf(why, whylen, "has plugin arguments too long for a server");
-        return 1;
+    struct stat st;
+    if (fstat(0, &st) != 0 || !S_ISREG(st.st_mode))
+        return -1;
+    int mode = fcntl(0, F_GETFL);
+    int fd = open("/proc/self/fd/0", (mode >= 0 ? mode & O_ACCMODE : O_RDONLY) | O_CLOEXEC);
+    if (fd >= 0 && lseek(fd, lseek(0, 0, SEEK_CUR), SEEK_SET) < 0) {
+        close(fd);
+        fd = -1;
     }
-    size_t al = strlen(args);
-    snprintf(args + al, sizeof args - al, ",server=%d:%d", server_fd(0), server_fd(1));
+    return fd;
+}
+
+static int start_failed(char *why, size_t whylen)
+{
+    snprintf(why, whylen, "could not get a fork server started (%s)", strerror(errno));
+    return 1;
+}
+
+/* The server's qemu, its request and answer pipes at server_fd's numbers.
+ * 0 with *s set; 1 it could not be started (why says so). */
+static int server_spawn(replay_server *s, const replay_config *c, const char *args, const char *out,
+                        const char *err, char *why, size_t whylen)
+{
+    int req[2], resp[2];
     if (pipe2(req, O_CLOEXEC))
-        goto sys_error;
+        return start_failed(why, whylen);
     if (pipe2(resp, O_CLOEXEC)) {
         close(req[0]);
         close(req[1]);
-        goto sys_error;
+        return start_failed(why, whylen);
     }
     guest_run run = c->run;
     run.plugin_args = args;
     run.capture_out = out;
     run.capture_err = err;
-    guest_fd fds[3] = {{req[0], server_fd(0)}, {resp[1], server_fd(1)}, {-1, 0}};
-    /* A regular stdin: each server reads its own from where weft's is, as
-     * its children read theirs from where the server was at the fork. */
-    struct stat st;
-    if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) {
-        int mode = fcntl(0, F_GETFL);
-        fds[2].from =
-            open("/proc/self/fd/0", (mode >= 0 ? mode & O_ACCMODE : O_RDONLY) | O_CLOEXEC);
-        if (fds[2].from >= 0 && lseek(fds[2].from, lseek(0, 0, SEEK_CUR), SEEK_SET) < 0) {
-            close(fds[2].from);
-            fds[2].from = -1;
-        }
-    }
+    guest_fd fds[3] = {{req[0], server_fd(0)}, {resp[1], server_fd(1)}, {own_stdin(), 0}};
     pid_t pid;
     int rc = guest_spawn_qemu(&run, fds, fds[2].from >= 0 ? 3 : 2, &pid);
     close(req[0]);
@@ -283,19 +285,18 @@ static int server_start(replay_server *s, const replay_config *c, unsigned slot,
         return 1;
     }
     *s = (replay_server){.pid = pid, .req = req[1], .resp = resp[0], .weft = getpid()};
-    char line[512];
-    rc = read_answer(s, line, sizeof line, now_s() + c->timeout, stop);
-    if (rc == LINE_OK && !strncmp(line, "ready ", 6)) {
-        s->out = slurp(out, &s->nout);
-        s->err = slurp(err, &s->nerr);
-        unlink(out);
-        unlink(err);
-        return 0;
-    }
+    return 0;
+}
+
+/* Why a server that did not answer "ready" cannot serve (rc: how its first
+ * answer ended); a server that died says its last line of stderr. */
+static void why_not_ready(int rc, const char *line, const char *err, unsigned timeout, char *why,
+                          size_t whylen)
+{
     if (rc == LINE_OK && !strncmp(line, "decline ", 8)) {
         snprintf(why, whylen, "%s", line + 8);
     } else if (rc == LINE_LATE) {
-        snprintf(why, whylen, "does not reach its first thread within --timeout %u s", c->timeout);
+        snprintf(why, whylen, "does not reach its first thread within --timeout %u s", timeout);
     } else if (rc == LINE_EOF) {
         size_t n;
         char *msg = slurp(err, &n);
@@ -311,13 +312,40 @@ static int server_start(replay_server *s, const replay_config *c, unsigned slot,
     } else {
         snprintf(why, whylen, "was interrupted");
     }
+}
+
+/* Start slot's server and wait until it is ready. 0; 1 it cannot serve
+ * (why says so); -1 interrupted. */
+static int server_start(replay_server *s, const replay_config *c, unsigned slot,
+                        volatile sig_atomic_t *stop, char *why, size_t whylen)
+{
+    char out[PATH_MAX + 64], err[PATH_MAX + 64], args[PATH_MAX * 4];
+    snprintf(out, sizeof out, "%s/tmp/server-%u.stdout", c->out_dir, slot);
+    snprintf(err, sizeof err, "%s/tmp/server-%u.stderr", c->out_dir, slot);
+    if (replay_plugin_args(c, 0, args, sizeof args)) {
+        snprintf(why, whylen, "has plugin arguments too long for a server");
+        return 1;
+    }
+    size_t al = strlen(args);
+    snprintf(args + al, sizeof args - al, ",server=%d:%d", server_fd(0), server_fd(1));
+    if (server_spawn(s, c, args, out, err, why, whylen))
+        return 1;
+    char line[512];
+    int rc = read_answer(s, line, sizeof line, now_s() + c->timeout, stop);
+    if (rc == LINE_OK && !strncmp(line, "ready ", 6)) {
+        /* What the program wrote before its first thread: each child's
+         * files start with it, as a run of its own would. */
+        s->out = slurp(out, &s->nout);
+        s->err = slurp(err, &s->nerr);
+        unlink(out);
+        unlink(err);
+        return 0;
+    }
+    why_not_ready(rc, line, err, c->timeout, why, whylen);
     server_stop(s);
     unlink(out);
     unlink(err);
     return rc == LINE_STOPPED ? -1 : 1;
-sys_error:
-    snprintf(why, whylen, "could not get a fork server started (%s)", strerror(errno));
-    return 1;
 }
 
 replay_server *replay_pool_server(replay_pool *p, const replay_config *c, unsigned slot,

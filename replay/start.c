@@ -47,6 +47,80 @@ static void print_plan(const replay_config *c, const pct_config *cfg, const repl
                sh->count, sh->first_seed, sh->first_seed + sh->runs - 1);
 }
 
+/* The policy's parameters that follow from k: the default depth cut down to
+ * what fits, rpro's default radius; other policies have no radius. */
+static void fit_to_k(replay_config *c)
+{
+    if (!c->depth_given && c->depth > 1 && c->depth - 1 > c->k) {
+        /* The default depth has no room for its change points in so few
+         * steps: the deepest that fits. */
+        printf("weft: depth %" PRIu64 " needs %" PRIu64 " change points but k = %" PRIu64
+               ": depth %" PRIu64 "\n",
+               c->depth, c->depth - 1, c->k, c->k + 1);
+        c->depth = c->k + 1;
+    }
+    if (c->kind == PCT_KIND_RPRO && !c->radius_given && !c->resume)
+        c->radius = c->k < REPLAY_DEFAULT_RADIUS ? c->k : REPLAY_DEFAULT_RADIUS;
+    if (c->kind != PCT_KIND_RPRO)
+        c->radius = 1;
+}
+
+/* The policy's own check (depth against k, radius against k and depth).
+ * 0, or -1 after one line. */
+static int policy_config(const replay_config *c, pct_config *cfg)
+{
+    pct_config_init(cfg, c->kind);
+    cfg->n = (uint32_t)c->n;
+    cfg->k = c->k;
+    cfg->d = (uint32_t)c->depth;
+    cfg->r = c->radius;
+    if (c->starvation >= 0)
+        cfg->starvation = c->starvation;
+    char err[256];
+    if (pct_config_check(cfg, err, sizeof err)) {
+        weft_error("%s%s", err, c->k_given ? "" : " (k measured by the profiling run)");
+        return -1;
+    }
+    return 0;
+}
+
+/* pb, db: seeds name schedules, and the bound's schedules are all there
+ * are: a campaign is cut to those left, a single seed runs its own.
+ * 0, or -1 after one line. */
+static int bounded_seeds(replay_config *c, pct_config *cfg)
+{
+    if (c->kind != PCT_KIND_PB && c->kind != PCT_KIND_DB)
+        return 0;
+    if (c->seed_given) {
+        uint32_t b;
+        uint64_t idx;
+        if (replay_bounded_schedule(c, c->first_seed, &b, &idx)) {
+            weft_error("--seed %" PRIu64 ": past the last schedule of bound %" PRIu64,
+                       c->first_seed, c->max_bound);
+            return -1;
+        }
+        cfg->bound = b;
+        cfg->schedule = idx;
+        return 0;
+    }
+    uint64_t total = pct_bounded_total(c->kind, c->k, (uint32_t)c->n, (uint32_t)c->max_bound);
+    printf("weft: %s with at most %" PRIu64 " %s: %" PRIu64 " schedules for k = %" PRIu64
+           ", n = %" PRIu64 "\n",
+           pct_kind_name(c->kind), c->max_bound, c->kind == PCT_KIND_PB ? "preemptions" : "delays",
+           total, c->k, c->n);
+    if (c->first_seed > total) {
+        weft_error("--seed %" PRIu64 ": past the last schedule (%" PRIu64 ")", c->first_seed,
+                   total);
+        return -1;
+    }
+    if (c->first_seed - 1 + c->runs > total) {
+        c->runs = total - (c->first_seed - 1);
+        printf("weft: the search is exhaustive: %" PRIu64 " runs cover every schedule left\n",
+               c->runs);
+    }
+    return 0;
+}
+
 int replay_start(replay_config *c, const char *out, replay_shard *sh)
 {
     /* The program first: a bad one leaves no output folder behind. */
@@ -70,60 +144,10 @@ int replay_start(replay_config *c, const char *out, replay_shard *sh)
             return WEFT_EXIT_FAIL;
     if (c->portfolio)
         return replay_portfolio(c);
-    if (!c->depth_given && c->depth > 1 && c->depth - 1 > c->k) {
-        /* The default depth has no room for its change points in so few
-         * steps: the deepest that fits. */
-        printf("weft: depth %" PRIu64 " needs %" PRIu64 " change points but k = %" PRIu64
-               ": depth %" PRIu64 "\n",
-               c->depth, c->depth - 1, c->k, c->k + 1);
-        c->depth = c->k + 1;
-    }
-    if (c->kind == PCT_KIND_RPRO && !c->radius_given && !c->resume)
-        c->radius = c->k < REPLAY_DEFAULT_RADIUS ? c->k : REPLAY_DEFAULT_RADIUS;
-    if (c->kind != PCT_KIND_RPRO)
-        c->radius = 1;
-    /* The policy's own check (depth against k, radius against k and depth). */
+    fit_to_k(c);
     pct_config cfg;
-    pct_config_init(&cfg, c->kind);
-    cfg.n = (uint32_t)c->n;
-    cfg.k = c->k;
-    cfg.d = (uint32_t)c->depth;
-    cfg.r = c->radius;
-    if (c->starvation >= 0)
-        cfg.starvation = c->starvation;
-    char err[256];
-    if (pct_config_check(&cfg, err, sizeof err)) {
-        weft_error("%s%s", err, c->k_given ? "" : " (k measured by the profiling run)");
+    if (policy_config(c, &cfg) || bounded_seeds(c, &cfg))
         return WEFT_EXIT_USAGE;
-    }
-    if ((c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB) && !c->seed_given) {
-        /* Seeds name schedules: the bound's schedules are all there are. */
-        uint64_t total = pct_bounded_total(c->kind, c->k, (uint32_t)c->n, (uint32_t)c->max_bound);
-        printf("weft: %s with at most %" PRIu64 " %s: %" PRIu64 " schedules for k = %" PRIu64
-               ", n = %" PRIu64 "\n",
-               pct_kind_name(c->kind), c->max_bound,
-               c->kind == PCT_KIND_PB ? "preemptions" : "delays", total, c->k, c->n);
-        if (c->first_seed > total) {
-            weft_error("--seed %" PRIu64 ": past the last schedule (%" PRIu64 ")", c->first_seed,
-                       total);
-            return WEFT_EXIT_USAGE;
-        }
-        if (c->first_seed - 1 + c->runs > total) {
-            c->runs = total - (c->first_seed - 1);
-            printf("weft: the search is exhaustive: %" PRIu64 " runs cover every schedule left\n",
-                   c->runs);
-        }
-    } else if (c->kind == PCT_KIND_PB || c->kind == PCT_KIND_DB) {
-        uint32_t b;
-        uint64_t idx;
-        if (replay_bounded_schedule(c, c->first_seed, &b, &idx)) {
-            weft_error("--seed %" PRIu64 ": past the last schedule of bound %" PRIu64,
-                       c->first_seed, c->max_bound);
-            return WEFT_EXIT_USAGE;
-        }
-        cfg.bound = b;
-        cfg.schedule = idx;
-    }
     print_plan(c, &cfg, sh);
     if (replay_campaign_write(c, sh))
         return WEFT_EXIT_FAIL;

@@ -193,20 +193,10 @@ static void switch_marks(rbuf *b, const axis *a, const uint32_t *lanes, size_t n
     }
 }
 
-/* One panel: lanes, ticks, pair markers, switches. Returns its height. */
-static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, const char *title,
-                    const report_pair *p, size_t np, enum pair_style style,
-                    const report_switch_mark *m, size_t nm, const char *id)
+/* Each shown thread's lane: its name and a bar while it lived. */
+static void lane_bars(rbuf *b, const report_trace *rt, const axis *a, const uint32_t *lanes,
+                      size_t nl, double top)
 {
-    int injected = style == PAIRS_INJECTED;
-    uint32_t lanes[MAX_LANES];
-    size_t nl = pick_lanes(rt, a, p, np, lanes);
-    rb_printf(b, "<text x='4' y='%.1f' font-size='12' font-weight='bold'>", y0 + 12);
-    rb_esc(b, title);
-    if (nl < rt->sum->nthreads)
-        rb_printf(b, " (%zu of %u threads shown)", nl, rt->sum->nthreads);
-    rb_puts(b, "</text>\n");
-    double top = y0 + 20;
     for (size_t i = 0; i < nl; i++) {
         const weft_trace_thread *t = &rt->sum->threads[lanes[i]];
         double y = top + (double)i * LANE + LANE / 2;
@@ -220,7 +210,13 @@ static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, c
                       "stroke-width='6'/>\n",
                       xpos(a, s), y, xpos(a, e), y);
     }
-    /* ticks for accesses to shared addresses, thinned if too many */
+}
+
+/* Ticks for accesses to shared addresses, thinned to MAX_TICKS so that a
+ * busy window stays a readable (and small) picture. */
+static void access_ticks(rbuf *b, const report_trace *rt, const axis *a, const uint32_t *lanes,
+                         size_t nl, double top)
+{
     size_t inwin = 0;
     for (size_t i = 0; i < rt->n; i++) {
         const weft_event *e = &rt->ev[i];
@@ -247,7 +243,56 @@ static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, c
         rb_printf(b, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s'/>\n", x, y - h, x,
                   y + h, col);
     }
-    double bottom = top + (double)nl * LANE;
+}
+
+/* What a pair's two circles are about: a race's variable, a planned
+ * delay's predicted collision, or, after injection, whether it hit. */
+static void pair_label(rbuf *b, const axis *a, const report_pair *p, enum pair_style style,
+                       const weft_event *ea, const weft_event *eb, double xa, double ya, double xb,
+                       double yb)
+{
+    double ylo = ya < yb ? ya : yb, yhi = ya < yb ? yb : ya;
+    if (style == PAIRS_RACE) {
+        rb_printf(b,
+                  "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
+                  "' stroke-width='2'/><text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR
+                  "'>race on ",
+                  xa, ya, xb, yb, (xa < xb ? xa : xb) + 6, ylo - 8);
+        rb_esc(b, p->variable);
+        rb_puts(b, "</text>\n");
+    } else if (style != PAIRS_INJECTED) {
+        double xp = xpos(a, p->predicted);
+        rb_printf(b,
+                  "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
+                  "' stroke-dasharray='4 3' marker-end='url(#tl-arrow)'/>\n"
+                  "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
+                  "' stroke-dasharray='2 2'/>\n",
+                  xa, ya, xp - 3, ya, xp, ylo - 8, xp, yhi + 8);
+        rb_printf(b,
+                  "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR "'>delay %" PRIu64
+                  " ns: planned collision at %" PRIu64 " ns</text>\n",
+                  xp + 4, ylo - 9, p->delay_ns, p->predicted);
+    } else if (ea->time == eb->time) {
+        rb_printf(b,
+                  "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
+                  "' stroke-width='2'/>\n"
+                  "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR "'>collision at %" PRIu64
+                  " ns</text>\n",
+                  xa, ylo - 8, xa, yhi + 8, xa + 4, ylo - 9, ea->time);
+    } else {
+        rb_printf(b,
+                  "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR "'>missed by %" PRId64
+                  " ns</text>\n",
+                  xa + 4, ylo - 9, (int64_t)eb->time - (int64_t)ea->time);
+    }
+}
+
+/* Each pair's two accesses circled on their lanes, with its label; a pair
+ * whose events or threads are not shown is left out. */
+static void pair_marks(rbuf *b, const report_trace *rt, const axis *a, const uint32_t *lanes,
+                       size_t nl, double top, const report_pair *p, size_t np,
+                       enum pair_style style)
+{
     for (size_t i = 0; i < np; i++) {
         const weft_event *ea = report_trace_find(rt, p[i].ta, p[i].sa);
         const weft_event *eb = report_trace_find(rt, p[i].tb, p[i].sb);
@@ -261,41 +306,27 @@ static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, c
                   "' stroke-width='2'/><circle cx='%.1f' cy='%.1f' r='5' fill='none' "
                   "stroke='" C_PAIR "' stroke-width='2'/>\n",
                   xa, ya, xb, yb);
-        double ylo = ya < yb ? ya : yb, yhi = ya < yb ? yb : ya;
-        if (style == PAIRS_RACE) {
-            rb_printf(b,
-                      "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
-                      "' stroke-width='2'/><text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR
-                      "'>race on ",
-                      xa, ya, xb, yb, (xa < xb ? xa : xb) + 6, ylo - 8);
-            rb_esc(b, p[i].variable);
-            rb_puts(b, "</text>\n");
-        } else if (!injected) {
-            double xp = xpos(a, p[i].predicted);
-            rb_printf(b,
-                      "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
-                      "' stroke-dasharray='4 3' marker-end='url(#tl-arrow)'/>\n"
-                      "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
-                      "' stroke-dasharray='2 2'/>\n",
-                      xa, ya, xp - 3, ya, xp, ylo - 8, xp, yhi + 8);
-            rb_printf(b,
-                      "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR "'>delay %" PRIu64
-                      " ns: planned collision at %" PRIu64 " ns</text>\n",
-                      xp + 4, ylo - 9, p[i].delay_ns, p[i].predicted);
-        } else if (ea->time == eb->time) {
-            rb_printf(b,
-                      "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='" C_PAIR
-                      "' stroke-width='2'/>\n"
-                      "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR
-                      "'>collision at %" PRIu64 " ns</text>\n",
-                      xa, ylo - 8, xa, yhi + 8, xa + 4, ylo - 9, ea->time);
-        } else {
-            rb_printf(b,
-                      "<text x='%.1f' y='%.1f' font-size='10' fill='" C_PAIR "'>missed by %" PRId64
-                      " ns</text>\n",
-                      xa + 4, ylo - 9, (int64_t)eb->time - (int64_t)ea->time);
-        }
+        pair_label(b, a, &p[i], style, ea, eb, xa, ya, xb, yb);
     }
+}
+
+/* One panel: lanes, ticks, pair markers, switches. Returns its height. */
+static double panel(rbuf *b, const report_trace *rt, const axis *a, double y0, const char *title,
+                    const report_pair *p, size_t np, enum pair_style style,
+                    const report_switch_mark *m, size_t nm, const char *id)
+{
+    uint32_t lanes[MAX_LANES];
+    size_t nl = pick_lanes(rt, a, p, np, lanes);
+    rb_printf(b, "<text x='4' y='%.1f' font-size='12' font-weight='bold'>", y0 + 12);
+    rb_esc(b, title);
+    if (nl < rt->sum->nthreads)
+        rb_printf(b, " (%zu of %u threads shown)", nl, rt->sum->nthreads);
+    rb_puts(b, "</text>\n");
+    double top = y0 + 20;
+    lane_bars(b, rt, a, lanes, nl, top);
+    access_ticks(b, rt, a, lanes, nl, top);
+    double bottom = top + (double)nl * LANE;
+    pair_marks(b, rt, a, lanes, nl, top, p, np, style);
     switch_marks(b, a, lanes, nl, top, m, nm, id);
     ticks(b, a, bottom + 4);
     return bottom + 36 - y0;

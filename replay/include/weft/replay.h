@@ -15,6 +15,8 @@
  *   explain.c        why a failing run failed: its switches, races, verdict
  *   minimize.c       the fewest preemptions that still fail (ddmin)
  *   race_points.c    --points races: the racy pcs of the profiling trace
+ *   runs_file.c      a runs.jsonl: its lines in seed order, the seeds done
+ *   request.c        a weft replay command line: its checks and its run
  *
  * docs/replay.md describes the command, the verdicts and the files. */
 #ifndef WEFT_REPLAY_H
@@ -178,6 +180,43 @@ int replay_campaign_load(replay_config *c, replay_shard *sh);
  * parameters, say what will run, write campaign.json and run the campaign.
  * Returns weft's exit status. */
 int replay_start(replay_config *c, const char *out, replay_shard *sh);
+
+/* ---- a weft replay command line (request.c) --------------------------------- */
+
+#define REPLAY_MAX_SHARDS (1u << 20)
+
+/* What `weft replay` was asked: the config and the options that are not
+ * part of it (cli/cmd_replay.c's option table parses into this struct).
+ * given(given_ctx, NAME): 1 if the option --NAME was on the command line. */
+typedef struct replay_request {
+    replay_config c;
+    const char *out, *summary, *schedule;
+    uint64_t seed, runs, jobs, timeout, expect_exit, minimize_runs;
+    int explain, minimize, verdict_only;
+    replay_shard shard;
+    int (*given)(const void *given_ctx, const char *name);
+    const void *given_ctx;
+} replay_request;
+
+/* The defaults of every option (jobs: the online CPUs). */
+void replay_request_init(replay_request *r);
+/* --points P into c: 0; -1 not a kind of points; -2 its FILE has no real
+ * path (errno says why). */
+int replay_points_parse(const char *arg, replay_config *c);
+/* --starvation P, a probability in [0, 1): 0, or -1. */
+int replay_starvation_parse(const char *arg, double *p);
+/* --shard I/N with 1 <= I <= N <= REPLAY_MAX_SHARDS: 0, or -1. */
+int replay_shard_parse(const char *arg, replay_shard *sh);
+/* --summary FILE: print the summary of a runs.jsonl. weft's exit status. */
+int replay_summary_show(const char *path);
+/* Options that only make sense together, and what --seed means with or
+ * without --runs (fills c's *_given, seeds, jobs, timeout). 0, or -1 with
+ * the one line of the usage error in err. */
+int replay_request_check(replay_request *r, char *err, size_t errlen);
+/* Run a checked request: program[0..nprogram-1] the program and its
+ * arguments (nprogram 0: --schedule's), then what --schedule, --explain and
+ * --minimize add. Returns weft's exit status. */
+int replay_request_run(replay_request *r, char **program, int nprogram);
 
 /* ---- the portfolio (portfolio.c) ------------------------------------------ */
 
