@@ -10,6 +10,98 @@
 
 #include "plugin_state.h"
 
+/* One vCPU's part at the end: its buffered events go to the writer, and a
+ * thread still running at exit_group ends where the process did. */
+static void take_vcpu(vcpu_state *v)
+{
+    if (!v || v->pe < 0)
+        return;
+    if (v->nbuf) {
+        g_plugin.threads[v->pe].events += v->nbuf;
+        if (weft_trace_writer_append_buf(g_plugin.writer, v->lb) < 0)
+            atomic_fetch_add(&g_plugin.write_errors, 1);
+        v->nbuf = 0;
+    }
+    if (!g_plugin.threads[v->pe].exited) {
+        /* What it ran after exit_group is past the program's end: its
+         * instructions are counted up to that time only. */
+        uint64_t end = vcpu_cycles_at(v, v->insns);
+        uint64_t cut = atomic_load(&g_plugin.exit_cycles);
+        uint64_t insns = v->insns;
+        if (end > cut) {
+            end = cut > v->offset ? cut : v->offset;
+            insns = (end - v->offset) / g_plugin.cfg.settings.cpi;
+        }
+        g_plugin.threads[v->pe].insns = insns;
+        g_plugin.threads[v->pe].end_cycles = end;
+    }
+}
+
+/* How the run ended, as the summary's flags and status say it. */
+static void summary_outcome(weft_trace_summary *sum, uint32_t extra_flags,
+                            const weft_platform_stats *st)
+{
+    sum->flags = WEFT_TRACE_COMPLETE | extra_flags;
+    if (atomic_load(&g_plugin.capped))
+        sum->flags |= WEFT_TRACE_TRUNCATED;
+    sum->exit_status = atomic_load(&g_plugin.exit_code);
+    if (!atomic_load(&g_plugin.exit_group_seen) && !(extra_flags & WEFT_TRACE_DEADLOCK))
+        sum->flags |= WEFT_TRACE_CRASHED; /* qemu exits without exit_group only on a fatal signal */
+    sum->stall_escapes = st->escapes;
+    if (st->late_gates) {
+        /* Said as well as flagged: whoever compares this run's trace with
+         * another's learns why they may differ without reading flags. */
+        sum->flags |= WEFT_TRACE_UNORDERED;
+        fprintf(stderr,
+                "weft: %" PRIu64 " synchronization point%s passed behind virtual time (a thread "
+                "back from a system call that blocked outside the guest, or a stall escape): "
+                "the trace is flagged unordered and may not repeat byte for byte\n",
+                st->late_gates, st->late_gates == 1 ? " was" : "s were");
+    }
+}
+
+/* The thread table from the platform's view of the threads (who created
+ * whom, when each started) and the plugin's (events, instructions, end). */
+static void summary_threads(weft_trace_summary *sum)
+{
+    weft_trace_thread *tt = sum->threads;
+    for (uint32_t i = 0; i < sum->nthreads; i++) {
+        int parent = weft_platform_thread_parent(g_plugin.platform, (int)i);
+        tt[i].id = i;
+        tt[i].parent = parent < 0 ? UINT32_MAX : (uint32_t)parent;
+        tt[i].tid = 0; /* host TIDs are not reproducible: see THREAD_START */
+        tt[i].start_time = cycles_to_ns(weft_platform_thread_start(g_plugin.platform, (int)i));
+        tt[i].end_time = cycles_to_ns(g_plugin.threads[i].end_cycles);
+        tt[i].events = g_plugin.threads[i].events;
+        tt[i].insns = g_plugin.threads[i].insns;
+        tt[i].exited = (uint32_t)g_plugin.threads[i].exited;
+        tt[i].exit_code = g_plugin.threads[i].exit_code;
+        if (tt[i].end_time > sum->makespan)
+            sum->makespan = tt[i].end_time;
+    }
+}
+
+/* Finish the writer (the spool's merge into the trace), timed: with
+ * WEFT_PLUGIN_STATS the user sees how long it held up qemu's exit. */
+static void finish_writer(const weft_trace_summary *sum, const weft_platform_stats *st)
+{
+    char err[512];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (weft_trace_writer_finish(g_plugin.writer, sum, err, sizeof err) != 0)
+        fprintf(stderr, "weft: %s\n", err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    g_plugin.writer = NULL;
+    if (getenv("WEFT_PLUGIN_STATS"))
+        fprintf(stderr,
+                "weft-stats: gates=%" PRIu64 " waits=%" PRIu64 " escapes=%" PRIu64
+                " kernel_steps=%" PRIu64 " transactions=%" PRIu64 " released=%" PRIu64
+                " exclusive_yields=%" PRIu64 " finish_s=%.3f\n",
+                st->gates, st->gate_waits, st->escapes, st->kernel_steps, st->transactions,
+                st->released_syscalls, st->exclusive_yields,
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+}
+
 void plugin_finish(uint32_t extra_flags)
 {
     /* A fork server has no trace of its own: its children have. */
@@ -18,27 +110,8 @@ void plugin_finish(uint32_t extra_flags)
     /* The other threads stay where they wait (a replay's gates) until their
      * buffers are taken: released first, they ran on and a flush of theirs
      * could empty a buffer before it was read, losing its events. */
-    for (unsigned i = 0; i < PLUGIN_MAX_VCPUS; i++) {
-        vcpu_state *v = g_plugin.vcpus[i];
-        if (v && v->pe >= 0 && v->nbuf) {
-            g_plugin.threads[v->pe].events += v->nbuf;
-            if (weft_trace_writer_append_buf(g_plugin.writer, v->lb) < 0)
-                atomic_fetch_add(&g_plugin.write_errors, 1);
-            v->nbuf = 0;
-        }
-        if (v && v->pe >= 0 && !g_plugin.threads[v->pe].exited) {
-            /* Still running at exit_group: it ends where the process did. */
-            uint64_t end = vcpu_cycles_at(v, v->insns);
-            uint64_t cut = atomic_load(&g_plugin.exit_cycles);
-            uint64_t insns = v->insns;
-            if (end > cut) {
-                end = cut > v->offset ? cut : v->offset;
-                insns = (end - v->offset) / g_plugin.cfg.settings.cpi;
-            }
-            g_plugin.threads[v->pe].insns = insns;
-            g_plugin.threads[v->pe].end_cycles = end;
-        }
-    }
+    for (unsigned i = 0; i < PLUGIN_MAX_VCPUS; i++)
+        take_vcpu(g_plugin.vcpus[i]);
     /* qemu's own exit stops every vCPU in an exclusive section, which no
      * gate may hold up; a run the plugin ends itself (_exit right after)
      * keeps them waiting, so that none runs on while the trace is written. */
@@ -50,55 +123,15 @@ void plugin_finish(uint32_t extra_flags)
     uint32_t n = weft_platform_thread_count(g_plugin.platform);
     weft_trace_thread *tt = calloc(n ? n : 1, sizeof *tt);
     weft_trace_summary sum = {0};
-    sum.flags = WEFT_TRACE_COMPLETE | extra_flags;
-    if (atomic_load(&g_plugin.capped))
-        sum.flags |= WEFT_TRACE_TRUNCATED;
-    sum.exit_status = atomic_load(&g_plugin.exit_code);
-    if (!atomic_load(&g_plugin.exit_group_seen) && !(extra_flags & WEFT_TRACE_DEADLOCK))
-        sum.flags |= WEFT_TRACE_CRASHED; /* qemu exits without exit_group only on a fatal signal */
-    sum.stall_escapes = st.escapes;
-    if (st.late_gates) {
-        sum.flags |= WEFT_TRACE_UNORDERED;
-        fprintf(stderr,
-                "weft: %" PRIu64 " synchronization point%s passed behind virtual time (a thread "
-                "back from a system call that blocked outside the guest, or a stall escape): "
-                "the trace is flagged unordered and may not repeat byte for byte\n",
-                st.late_gates, st.late_gates == 1 ? " was" : "s were");
-    }
+    summary_outcome(&sum, extra_flags, &st);
     sum.nthreads = n;
     sum.threads = tt;
-    for (uint32_t i = 0; tt && i < n; i++) {
-        int parent = weft_platform_thread_parent(g_plugin.platform, (int)i);
-        tt[i].id = i;
-        tt[i].parent = parent < 0 ? UINT32_MAX : (uint32_t)parent;
-        tt[i].tid = 0; /* host TIDs are not reproducible: see THREAD_START */
-        tt[i].start_time = cycles_to_ns(weft_platform_thread_start(g_plugin.platform, (int)i));
-        tt[i].end_time = cycles_to_ns(g_plugin.threads[i].end_cycles);
-        tt[i].events = g_plugin.threads[i].events;
-        tt[i].insns = g_plugin.threads[i].insns;
-        tt[i].exited = (uint32_t)g_plugin.threads[i].exited;
-        tt[i].exit_code = g_plugin.threads[i].exit_code;
-        if (tt[i].end_time > sum.makespan)
-            sum.makespan = tt[i].end_time;
-    }
+    if (tt)
+        summary_threads(&sum);
     sched_write_record();
     inject_write_report(g_plugin.cfg.injected);
     spec_finish();
-    char err[512];
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (weft_trace_writer_finish(g_plugin.writer, &sum, err, sizeof err) != 0)
-        fprintf(stderr, "weft: %s\n", err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    g_plugin.writer = NULL;
-    if (getenv("WEFT_PLUGIN_STATS"))
-        fprintf(stderr,
-                "weft-stats: gates=%" PRIu64 " waits=%" PRIu64 " escapes=%" PRIu64
-                " kernel_steps=%" PRIu64 " transactions=%" PRIu64 " released=%" PRIu64
-                " exclusive_yields=%" PRIu64 " finish_s=%.3f\n",
-                st.gates, st.gate_waits, st.escapes, st.kernel_steps, st.transactions,
-                st.released_syscalls, st.exclusive_yields,
-                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    finish_writer(&sum, &st);
     free(tt);
 }
 

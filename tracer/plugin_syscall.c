@@ -157,13 +157,9 @@ static void futex_entry(vcpu_state *v, uint64_t pc)
     }
 }
 
-static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[6])
+/* The syscall's place in virtual time: its gate, at the SVC's cycle. */
+static void syscall_gate(vcpu_state *v, int64_t num)
 {
-    uint64_t a1 = args[0];
-    memcpy(v->sys_args, args, sizeof v->sys_args);
-    v->sys_num = num;
-    v->sys_released = 0;
-    v->futex_waiting = 0;
     if (!v->begun) /* outside guest code: it may wait for its first turn here */
         plugin_begin_thread(v, 1);
     /* The SVC is the last instruction of its block. */
@@ -181,15 +177,82 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         plugin_synced(v, resume);
     v->offset += resume - v->sys_cycles; /* held back by a replay policy */
     v->sys_cycles = resume;
-    /* fork (a clone of the process, not a thread): qemu copies itself inside
-     * an exclusive section, which waits for every other vCPU. */
-    if (num == SYS_CLONE && !(a1 & CLONE_THREAD)) {
-        weft_platform_forking(p, v->pe, 1);
-        /* The child gets memory as the host left it, with the ungated
-         * writes of threads ahead in virtual time. */
-        if (weft_platform_thread_count(p) > 1)
-            spec_abandon("fork while other threads run");
+}
+
+/* fork (a clone of the process, not a thread): qemu copies itself inside
+ * an exclusive section, which waits for every other vCPU. */
+static void fork_entry(vcpu_state *v)
+{
+    weft_platform *p = g_plugin.platform;
+    weft_platform_forking(p, v->pe, 1);
+    /* The child gets memory as the host left it, with the ungated
+     * writes of threads ahead in virtual time. */
+    if (weft_platform_thread_count(p) > 1)
+        spec_abandon("fork while other threads run");
+}
+
+/* exit and exit_group alike: the thread's last event and its table entry. */
+static void thread_ends(vcpu_state *v, thread_record *tr, uint64_t code)
+{
+    plugin_record(v, WEFT_EV_THREAD_EXIT, v->sys_cycles, code, 0, 0, 0);
+    tr->exited = 1;
+    tr->exit_code = (int)code;
+    tr->insns = v->insns;
+    tr->end_cycles = v->sys_cycles;
+}
+
+/* One thread's exit: the platform stops counting it at the exit's virtual
+ * time rather than when qemu reaps the host thread, so no gate waits for
+ * a thread that is gone. */
+static void exit_entry(vcpu_state *v, thread_record *tr, uint64_t code)
+{
+    weft_platform *p = g_plugin.platform;
+    thread_ends(v, tr, code);
+    plugin_flush(v);
+    /* The kernel clears the CLONE_CHILD_CLEARTID word: a write. */
+    if (g_plugin.spec.on && weft_platform_thread_clear_tid(p, v->pe))
+        spec_on_access(v, SPEC_KERNEL_PC, 1, weft_platform_thread_clear_tid(p, v->pe), 4, 1,
+                       v->sys_cycles);
+    spec_thread_exited(v->pe, v->sys_cycles);
+    weft_platform_thread_exit(p, v->pe, v->sys_cycles);
+    __atomic_store_n(&v->lb->thread, UINT32_MAX, __ATOMIC_RELEASE);
+    v->pe = -1;
+}
+
+/* The process's end: its status and time are kept for the summary, which
+ * whichever thread finishes the trace writes (plugin_finish), and events
+ * after that time are not the program's. */
+static void exit_group_entry(vcpu_state *v, thread_record *tr, uint64_t code)
+{
+    thread_ends(v, tr, code);
+    atomic_store(&g_plugin.exit_code, (int)(code & 0xff));
+    atomic_store(&g_plugin.exit_group_seen, 1);
+    atomic_store(&g_plugin.exit_cycles, v->sys_cycles);
+    plugin_flush(v);
+    if (g_plugin.sched.policy && !g_plugin.sched.ppct_host_parallel) {
+        /* Under a policy this thread holds the only token: every other
+         * thread waits at a gate. Ending the process here, before qemu
+         * lets them run while it exits, keeps what they do next out of
+         * the run, so a program that returns from main without joining
+         * ends the same way for the same seed. */
+        plugin_finish(PLUGIN_ENDS_RUN);
+        _exit((int)(code & 0xff));
     }
+    /* qemu now stops every vCPU in an exclusive section: no gate may hold one. */
+    weft_platform_exiting(g_plugin.platform);
+}
+
+static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[6])
+{
+    uint64_t a1 = args[0];
+    memcpy(v->sys_args, args, sizeof v->sys_args);
+    v->sys_num = num;
+    v->sys_released = 0;
+    v->futex_waiting = 0;
+    syscall_gate(v, num);
+    if (num == SYS_CLONE && !(a1 & CLONE_THREAD))
+        fork_entry(v);
+    weft_platform *p = g_plugin.platform;
     thread_record *tr = &g_plugin.threads[v->pe];
     switch (num) {
     case SYS_FUTEX:
@@ -198,42 +261,10 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         futex_entry(v, 0);
         break;
     case SYS_EXIT:
-        plugin_record(v, WEFT_EV_THREAD_EXIT, v->sys_cycles, a1, 0, 0, 0);
-        tr->exited = 1;
-        tr->exit_code = (int)a1;
-        tr->insns = v->insns;
-        tr->end_cycles = v->sys_cycles;
-        plugin_flush(v);
-        /* The kernel clears the CLONE_CHILD_CLEARTID word: a write. */
-        if (g_plugin.spec.on && weft_platform_thread_clear_tid(p, v->pe))
-            spec_on_access(v, SPEC_KERNEL_PC, 1, weft_platform_thread_clear_tid(p, v->pe), 4, 1,
-                           v->sys_cycles);
-        spec_thread_exited(v->pe, v->sys_cycles);
-        weft_platform_thread_exit(p, v->pe, v->sys_cycles);
-        __atomic_store_n(&v->lb->thread, UINT32_MAX, __ATOMIC_RELEASE);
-        v->pe = -1;
+        exit_entry(v, tr, a1);
         break;
     case SYS_EXIT_GROUP:
-        plugin_record(v, WEFT_EV_THREAD_EXIT, v->sys_cycles, a1, 0, 0, 0);
-        tr->exited = 1;
-        tr->exit_code = (int)a1;
-        tr->insns = v->insns;
-        tr->end_cycles = v->sys_cycles;
-        atomic_store(&g_plugin.exit_code, (int)(a1 & 0xff));
-        atomic_store(&g_plugin.exit_group_seen, 1);
-        atomic_store(&g_plugin.exit_cycles, v->sys_cycles);
-        plugin_flush(v);
-        if (g_plugin.sched.policy && !g_plugin.sched.ppct_host_parallel) {
-            /* Under a policy this thread holds the only token: every other
-             * thread waits at a gate. Ending the process here, before qemu
-             * lets them run while it exits, keeps what they do next out of
-             * the run, so a program that returns from main without joining
-             * ends the same way for the same seed. */
-            plugin_finish(PLUGIN_ENDS_RUN);
-            _exit((int)(a1 & 0xff));
-        }
-        /* qemu now stops every vCPU in an exclusive section: no gate may hold one. */
-        weft_platform_exiting(p);
+        exit_group_entry(v, tr, a1);
         break;
     case SYS_SCHED_YIELD:
     case SYS_NANOSLEEP:

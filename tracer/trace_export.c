@@ -160,11 +160,25 @@ typedef struct last_write {
     uint32_t thread;
 } last_write;
 
-static int export_chrome(weft_trace *t, weft_symbols *syms, FILE *f)
+/* Every write's predecessor at its address, to find conflicts in one pass. */
+typedef struct last_writes {
+    trc_addrmap index; /* address -> position in lw */
+    last_write *lw;
+    size_t n, cap;
+    uint64_t flow_id; /* the last flow's id: a viewer pairs a flow's ends by it */
+} last_writes;
+
+static void last_writes_free(last_writes *w)
 {
-    const weft_trace_summary *s = weft_trace_get_summary(t);
-    const weft_trace_meta *m = weft_trace_get_meta(t);
-    uint32_t ctid = s->nthreads; /* the conflicts track */
+    trc_addrmap_free(&w->index);
+    free(w->lw);
+}
+
+/* The process's and every track's name, and their order: without a sort
+ * index viewers order tracks by first event, which moves them around from
+ * trace to trace. The last track (tid nthreads) holds the conflicts. */
+static void chrome_metadata(FILE *f, const weft_trace_summary *s, const weft_trace_meta *m)
+{
     fprintf(f, "{\"traceEvents\":[\n");
     fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":");
     json_str(f, m->binary_path);
@@ -186,6 +200,12 @@ static int export_chrome(weft_trace *t, weft_symbols *syms, FILE *f)
                 "\"args\":{\"sort_index\":%u}}",
                 i, i);
     }
+}
+
+/* A complete event per thread spanning its life, so a track shows when the
+ * thread existed even where it recorded nothing. */
+static void chrome_lifetimes(FILE *f, const weft_trace_summary *s)
+{
     for (uint32_t i = 0; i < s->nthreads; i++) {
         const weft_trace_thread *th = &s->threads[i];
         uint64_t end = th->end_time > th->start_time ? th->end_time : th->start_time;
@@ -200,113 +220,141 @@ static int export_chrome(weft_trace *t, weft_symbols *syms, FILE *f)
                 ",\"events\":%" PRIu64 "}}",
                 trc_tid_label(th->tid).s, trc_thread_label(th->parent).s, th->insns, th->events);
     }
+}
 
-    trc_addrmap index = {0};
-    last_write *lw = NULL;
-    size_t nlw = 0, caplw = 0;
-    uint64_t flow_id = 0;
+/* An event's details, shown when it is selected: the raw values beside the
+ * symbolized ones, since a label may be cut or a symbol ambiguous. */
+static void chrome_event_args(FILE *f, weft_symbols *syms, const weft_event *ev)
+{
+    const char *fn, *file;
+    int line;
+    fprintf(f, ",\"args\":{\"seq\":%" PRIu64 ",", ev->seq);
+    if (ev->kind == WEFT_EV_THREAD_START) /* addr is the creator: T<i> or "-" */
+        fprintf(f, "\"creator\":\"%s\"", trc_thread_label(ev->addr).s);
+    else
+        fprintf(f, "\"addr\":\"0x%" PRIx64 "\"", ev->addr);
+    fprintf(f, ",\"size\":%u", ev->size);
+    if (ev->pc)
+        fprintf(f, ",\"pc\":\"0x%" PRIx64 "\"", ev->pc);
+    if (ev->flags)
+        fprintf(f, ",\"flags\":%u", ev->flags);
+    pc_info(syms, ev->pc, &fn, &file, &line);
+    if (fn) {
+        fprintf(f, ",\"function\":");
+        json_str(f, fn);
+    }
+    if (file) {
+        fprintf(f, ",\"file\":");
+        json_str(f, file);
+        fprintf(f, ",\"line\":%d", line);
+    }
+    fprintf(f, "}}");
+}
+
+/* One event as an instant on its thread's track; its label (the variable
+ * or the event's argument) is left in label for the conflict it may start. */
+static void chrome_event(FILE *f, weft_symbols *syms, const weft_event *ev, char *label,
+                         size_t labellen)
+{
+    if (weft_event_is_access(ev->kind))
+        data_label(syms, ev->addr, label, labellen);
+    else
+        other_label(ev, label, labellen);
+    const char *cat = ev->kind == WEFT_EV_READ      ? "read"
+                      : weft_event_writes(ev->kind) ? "write"
+                                                    : weft_event_kind_name(ev->kind);
+    const char *letter = ev->kind == WEFT_EV_READ    ? "R "
+                         : ev->kind == WEFT_EV_WRITE ? "W "
+                         : ev->kind == WEFT_EV_RMW   ? "M "
+                                                     : "";
+    fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":%u,\"ts\":", ev->thread);
+    ts_us(f, ev->time);
+    fprintf(f, ",\"cat\":\"%s\",\"name\":", cat);
+    char name[300];
+    snprintf(name, sizeof name, "%s%s", letter, label);
+    json_str(f, name);
+    chrome_event_args(f, syms, ev);
+}
+
+/* A conflict: an instant on the conflicts track, and a flow arrow from the
+ * first write to the second, which is what a viewer makes easy to follow. */
+static void chrome_conflict(FILE *f, uint32_t ctid, const last_write *p, const weft_event *ev,
+                            const char *label, uint64_t flow_id)
+{
+    uint64_t gap = ev->time - p->time;
+    char name[300];
+    fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":%u,\"ts\":", ctid);
+    ts_us(f, ev->time);
+    snprintf(name, sizeof name, "%s W-W %s", gap ? "near" : "aligned", label);
+    fprintf(f, ",\"cat\":\"conflict\",\"name\":");
+    json_str(f, name);
+    fprintf(f,
+            ",\"args\":{\"addr\":\"0x%" PRIx64 "\",\"first\":\"T%u\",\"second\":"
+            "\"T%u\",\"gap_ns\":%" PRIu64 "}}",
+            ev->addr, p->thread, ev->thread, gap);
+    fprintf(f,
+            ",\n{\"ph\":\"s\",\"pid\":1,\"tid\":%u,\"id\":%" PRIu64
+            ",\"cat\":\"conflict\",\"name\":\"W-W\",\"ts\":",
+            p->thread, flow_id);
+    ts_us(f, p->time);
+    fprintf(f,
+            "},\n{\"ph\":\"f\",\"bp\":\"e\",\"pid\":1,\"tid\":%u,\"id\":%" PRIu64
+            ",\"cat\":\"conflict\",\"name\":\"W-W\",\"ts\":",
+            ev->thread, flow_id);
+    ts_us(f, ev->time);
+    fprintf(f, "}");
+}
+
+/* Conflict: this write and the previous write to the address came from
+ * different threads within the window. -1: out of memory. */
+static int chrome_write(FILE *f, last_writes *w, uint32_t ctid, const weft_event *ev,
+                        const char *label)
+{
+    bool ins;
+    uint64_t *ix = trc_addrmap_get(&w->index, ev->addr, &ins);
+    if (!ix)
+        return -1;
+    if (ins) {
+        if (w->n == w->cap) {
+            size_t cap = w->cap ? w->cap * 2 : 256;
+            last_write *v = realloc(w->lw, cap * sizeof *v);
+            if (!v)
+                return -1;
+            w->lw = v;
+            w->cap = cap;
+        }
+        *ix = w->n++;
+    } else {
+        const last_write *p = &w->lw[*ix];
+        if (p->thread != ev->thread && ev->time - p->time <= WEFT_CONFLICT_WINDOW_NS)
+            chrome_conflict(f, ctid, p, ev, label, ++w->flow_id);
+    }
+    w->lw[*ix] = (last_write){ev->time, ev->thread};
+    return 0;
+}
+
+static int export_chrome(weft_trace *t, weft_symbols *syms, FILE *f)
+{
+    const weft_trace_summary *s = weft_trace_get_summary(t);
+    const weft_trace_meta *m = weft_trace_get_meta(t);
+    chrome_metadata(f, s, m);
+    chrome_lifetimes(f, s);
+    last_writes w = {0};
     weft_event ev;
     int r;
     while ((r = weft_trace_next(t, &ev)) == 1) {
         char label[256];
-        const char *fn, *file;
-        int line;
-        bool access = weft_event_is_access(ev.kind);
-        if (access)
-            data_label(syms, ev.addr, label, sizeof label);
-        else
-            other_label(&ev, label, sizeof label);
-        const char *cat = ev.kind == WEFT_EV_READ      ? "read"
-                          : weft_event_writes(ev.kind) ? "write"
-                                                       : weft_event_kind_name(ev.kind);
-        const char *letter = ev.kind == WEFT_EV_READ    ? "R "
-                             : ev.kind == WEFT_EV_WRITE ? "W "
-                             : ev.kind == WEFT_EV_RMW   ? "M "
-                                                        : "";
-        fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":%u,\"ts\":", ev.thread);
-        ts_us(f, ev.time);
-        fprintf(f, ",\"cat\":\"%s\",\"name\":", cat);
-        char name[300];
-        snprintf(name, sizeof name, "%s%s", letter, label);
-        json_str(f, name);
-        fprintf(f, ",\"args\":{\"seq\":%" PRIu64 ",", ev.seq);
-        if (ev.kind == WEFT_EV_THREAD_START) /* addr is the creator: T<i> or "-" */
-            fprintf(f, "\"creator\":\"%s\"", trc_thread_label(ev.addr).s);
-        else
-            fprintf(f, "\"addr\":\"0x%" PRIx64 "\"", ev.addr);
-        fprintf(f, ",\"size\":%u", ev.size);
-        if (ev.pc)
-            fprintf(f, ",\"pc\":\"0x%" PRIx64 "\"", ev.pc);
-        if (ev.flags)
-            fprintf(f, ",\"flags\":%u", ev.flags);
-        pc_info(syms, ev.pc, &fn, &file, &line);
-        if (fn) {
-            fprintf(f, ",\"function\":");
-            json_str(f, fn);
+        chrome_event(f, syms, &ev, label, sizeof label);
+        if (weft_event_writes(ev.kind) && chrome_write(f, &w, s->nthreads, &ev, label) < 0) {
+            last_writes_free(&w);
+            return -2;
         }
-        if (file) {
-            fprintf(f, ",\"file\":");
-            json_str(f, file);
-            fprintf(f, ",\"line\":%d", line);
-        }
-        fprintf(f, "}}");
-        if (!weft_event_writes(ev.kind))
-            continue;
-
-        /* Conflict: this write and the previous write to the address came
-         * from different threads within the window. */
-        bool ins;
-        uint64_t *ix = trc_addrmap_get(&index, ev.addr, &ins);
-        if (!ix)
-            goto fail;
-        if (ins) {
-            if (nlw == caplw) {
-                caplw = caplw ? caplw * 2 : 256;
-                last_write *v = realloc(lw, caplw * sizeof *v);
-                if (!v)
-                    goto fail;
-                lw = v;
-            }
-            *ix = nlw++;
-        } else {
-            last_write *p = &lw[*ix];
-            uint64_t gap = ev.time - p->time;
-            if (p->thread != ev.thread && gap <= WEFT_CONFLICT_WINDOW_NS) {
-                flow_id++;
-                fprintf(f, ",\n{\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":%u,\"ts\":", ctid);
-                ts_us(f, ev.time);
-                snprintf(name, sizeof name, "%s W-W %s", gap ? "near" : "aligned", label);
-                fprintf(f, ",\"cat\":\"conflict\",\"name\":");
-                json_str(f, name);
-                fprintf(f,
-                        ",\"args\":{\"addr\":\"0x%" PRIx64 "\",\"first\":\"T%u\",\"second\":"
-                        "\"T%u\",\"gap_ns\":%" PRIu64 "}}",
-                        ev.addr, p->thread, ev.thread, gap);
-                fprintf(f,
-                        ",\n{\"ph\":\"s\",\"pid\":1,\"tid\":%u,\"id\":%" PRIu64
-                        ",\"cat\":\"conflict\",\"name\":\"W-W\",\"ts\":",
-                        p->thread, flow_id);
-                ts_us(f, p->time);
-                fprintf(f,
-                        "},\n{\"ph\":\"f\",\"bp\":\"e\",\"pid\":1,\"tid\":%u,\"id\":%" PRIu64
-                        ",\"cat\":\"conflict\",\"name\":\"W-W\",\"ts\":",
-                        ev.thread, flow_id);
-                ts_us(f, ev.time);
-                fprintf(f, "}");
-            }
-        }
-        lw[*ix] = (last_write){ev.time, ev.thread};
     }
     fprintf(f, "\n],\n\"displayTimeUnit\":\"ns\",\"otherData\":{\"binary\":");
     json_str(f, m->binary_path);
     fprintf(f, ",\"conflict_window_ns\":%d}}\n", WEFT_CONFLICT_WINDOW_NS);
-    trc_addrmap_free(&index);
-    free(lw);
+    last_writes_free(&w);
     return r < 0 ? -1 : 0;
-fail:
-    trc_addrmap_free(&index);
-    free(lw);
-    return -2;
 }
 
 /* ---- VCD ---- */

@@ -350,84 +350,104 @@ static void print_vars(var *vars, size_t nvars, weft_symbols *syms, FILE *out)
     }
 }
 
-int weft_trace_print_info(weft_trace *t, weft_symbols *syms, FILE *out)
+/* The shared addresses' patterns, built in the second pass. */
+typedef struct var_list {
+    var *v;
+    size_t n, cap;
+} var_list;
+
+static void var_list_free(var_list *l)
 {
-    const weft_trace_summary *s = weft_trace_get_summary(t);
-    int rc = -1;
-    uint64_t(*rw)[3] = calloc(s->nthreads ? s->nthreads : 1, sizeof *rw);
-    trc_addrmap owners = {0}, index = {0};
-    var *vars = NULL;
-    size_t nvars = 0, capvars = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        for (size_t k = 0; k < l->v[i].nper; k++)
+            free(l->v[i].per[k].letters);
+        free(l->v[i].per);
+        free(l->v[i].at);
+    }
+    free(l->v);
+}
+
+/* Pass 1: per-thread counts; which addresses have two or more threads;
+ * the last event (a fault is always its thread's last). Only the shared
+ * addresses get patterns in pass 2, which keeps its memory to what the
+ * report shows. -1: out of memory, or the trace's own error. */
+static int count_pass(weft_trace *t, uint64_t (*rw)[3], trc_addrmap *owners, weft_event *last,
+                      bool *any)
+{
     weft_event ev;
     int r;
-    if (!rw)
-        goto out;
-
-    /* Pass 1: per-thread counts; which addresses have two or more threads;
-     * the last event (a fault is always its thread's last). */
-    weft_event last = {0};
-    bool any = false, fault = false;
+    bool fault = false;
     weft_trace_rewind(t);
     while ((r = weft_trace_next(t, &ev)) == 1) {
         if (!fault)
-            last = ev;
-        any = true;
+            *last = ev;
+        *any = true;
         fault |= ev.kind == WEFT_EV_FAULT;
         if (!weft_event_is_access(ev.kind))
             continue;
         rw[ev.thread][ev.kind == WEFT_EV_READ ? 0 : ev.kind == WEFT_EV_WRITE ? 1 : 2]++;
         bool ins;
-        uint64_t *o = trc_addrmap_get(&owners, ev.addr, &ins);
+        uint64_t *o = trc_addrmap_get(owners, ev.addr, &ins);
         if (!o)
-            goto out;
+            return -1;
         if (ins)
             *o = (uint64_t)ev.thread + 1;
         else if (!(*o & SHARED_BIT) && *o != (uint64_t)ev.thread + 1)
             *o |= SHARED_BIT;
     }
-    if (r < 0)
-        goto out;
+    return r < 0 ? -1 : 0;
+}
 
-    /* Pass 2: patterns of the shared addresses only. */
+/* Pass 2: patterns of the shared addresses only, in order of first access. */
+static int pattern_pass(weft_trace *t, const trc_addrmap *owners, var_list *vars)
+{
+    trc_addrmap index = {0};
+    weft_event ev;
+    int r;
     weft_trace_rewind(t);
     while ((r = weft_trace_next(t, &ev)) == 1) {
         if (!weft_event_is_access(ev.kind))
             continue;
-        uint64_t *o = trc_addrmap_find(&owners, ev.addr);
+        uint64_t *o = trc_addrmap_find(owners, ev.addr);
         if (!o || !(*o & SHARED_BIT))
             continue;
         bool ins;
         uint64_t *ix = trc_addrmap_get(&index, ev.addr, &ins);
         if (!ix)
-            goto out;
+            break;
         if (ins) {
-            if (grow((void **)&vars, &capvars, nvars + 1, sizeof *vars) < 0)
-                goto out;
-            memset(&vars[nvars], 0, sizeof *vars);
-            vars[nvars].addr = ev.addr;
-            *ix = nvars++;
+            if (grow((void **)&vars->v, &vars->cap, vars->n + 1, sizeof *vars->v) < 0)
+                break;
+            memset(&vars->v[vars->n], 0, sizeof *vars->v);
+            vars->v[vars->n].addr = ev.addr;
+            *ix = vars->n++;
         }
-        if (var_add(&vars[*ix], &ev) < 0)
-            goto out;
+        if (var_add(&vars->v[*ix], &ev) < 0)
+            break;
     }
-    if (r < 0)
-        goto out;
+    trc_addrmap_free(&index);
+    return r == 0 ? 0 : -1;
+}
 
+int weft_trace_print_info(weft_trace *t, weft_symbols *syms, FILE *out)
+{
+    const weft_trace_summary *s = weft_trace_get_summary(t);
+    int rc = -1;
+    uint64_t(*rw)[3] = calloc(s->nthreads ? s->nthreads : 1, sizeof *rw);
+    trc_addrmap owners = {0};
+    var_list vars = {0};
+    weft_event last = {0};
+    bool any = false;
+    if (!rw || count_pass(t, rw, &owners, &last, &any) < 0 || pattern_pass(t, &owners, &vars) < 0)
+        goto out;
     print_header(t, out);
     print_end(s, any ? &last : NULL, syms, out);
     print_threads(s, (const uint64_t(*)[3])rw, out);
-    print_vars(vars, nvars, syms, out);
+    print_vars(vars.v, vars.n, syms, out);
     rc = ferror(out) ? -1 : 0;
 out:
-    for (size_t i = 0; i < nvars; i++) {
-        for (size_t k = 0; k < vars[i].nper; k++)
-            free(vars[i].per[k].letters);
-        free(vars[i].per);
-        free(vars[i].at);
-    }
-    free(vars);
+    var_list_free(&vars);
     trc_addrmap_free(&owners);
-    trc_addrmap_free(&index);
     free(rw);
     return rc;
 }

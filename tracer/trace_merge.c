@@ -1,5 +1,6 @@
 /* From spool to canonical trace: a k-way merge over the per-thread chunk
- * lists, and salvage of a spool whose writer never finished.
+ * lists (salvage of a spool whose writer never finished is in
+ * trace_salvage.c, and ends here too).
  *
  * Memory is O(threads x chunk): each thread's cursor holds one encoded
  * chunk and decodes it one event at a time; the output holds one block. */
@@ -266,6 +267,200 @@ static int fsync_dir_of(const char *path)
     return 0;
 }
 
+/* The trace being written: a temporary file beside the destination, renamed
+ * into place only when complete, so a reader never sees half a trace and a
+ * failed merge leaves any earlier trace at path as it was. */
+typedef struct merge_out {
+    const char *path;
+    char *tmp;
+    int fd;
+    trc_out o;
+    block_out b;
+} merge_out;
+
+/* One decode batch per thread, carved from a single allocation; smaller for
+ * threads with fewer events, so a run with many short threads does not pay
+ * MERGE_BATCH for each. */
+static trc_rec *alloc_batches(const trc_spool_index *ix)
+{
+    size_t nrec = 0;
+    for (uint32_t t = 0; t < ix->nthreads; t++)
+        nrec += ix->threads[t].events < MERGE_BATCH ? ix->threads[t].events : MERGE_BATCH;
+    return malloc((nrec ? nrec : 1) * sizeof(trc_rec));
+}
+
+/* Create the temporary file and write the header; the block output starts
+ * here too, as its encoder thread (if any) writes behind the header. */
+static int out_open(merge_out *w, const weft_trace_meta *meta, uint32_t nt, char *err,
+                    size_t errlen)
+{
+    const char *path = w->path;
+    size_t tlen = strlen(path) + 32;
+    if (!(w->tmp = malloc(tlen))) {
+        trc_seterr(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    snprintf(w->tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (w->fd < 0) {
+        trc_seterr(err, errlen, "%s: cannot create %s: %s", path, w->tmp, strerror(errno));
+        return -1;
+    }
+    if (trc_out_init(&w->o, w->fd, OUT_BUF_SIZE) < 0) {
+        trc_seterr(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    int level = trc_zstd_level();
+    uint8_t *hdr = NULL;
+    size_t hlen = trc_header_encode(meta, TRC_MAGIC, level ? 2 : 1, (uint32_t)level, &hdr);
+    if (!hlen) {
+        free(hdr);
+        trc_seterr(err, errlen, "%s: trace header too large", path);
+        return -1;
+    }
+    trc_out_write(&w->o, hdr, hlen);
+    free(hdr);
+    if (block_out_start(&w->b, &w->o, nt, level) < 0) {
+        trc_seterr(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Give each cursor its batch and decode the first one, so every thread with
+ * events has a key in the tree before the first match is played. */
+static int merge_prime(merge *m, ltree *lt, trc_rec *recs)
+{
+    trc_rec *next = recs;
+    for (uint32_t t = 0; t < m->ix->nthreads; t++) {
+        cursor *c = &m->cur[t];
+        uint64_t ev = m->ix->threads[t].events;
+        c->rec = next;
+        c->max = ev < MERGE_BATCH ? (uint32_t)ev : MERGE_BATCH;
+        next += c->max;
+        if (m->ix->threads[t].n == 0)
+            continue;
+        int r = cursor_fill(m, t);
+        if (r < 0)
+            return -1;
+        if (r)
+            lt->key[t] = (lt_key){c->rec[0].time, t};
+    }
+    return 0;
+}
+
+/* The k-way merge proper: hand the overall winner to the block output, step
+ * its cursor, replay its path. Ties in time go to the lower thread id, which
+ * is what makes the order (and so the trace's bytes) canonical. */
+static int merge_events(merge *m, ltree *lt, block_out *b, uint64_t *nevents)
+{
+    mblock *mb = block_out_next(b);
+    for (;;) {
+        uint32_t t = lt->node[0];
+        if (lt->key[t].rank == LT_DONE)
+            break;
+        cursor *c = &m->cur[t];
+        mb->rec[mb->n] = c->rec[c->i];
+        if (++mb->n == BLOCK_EVENTS) {
+            block_out_publish(b, mb);
+            mb = block_out_next(b);
+        }
+        (*nevents)++;
+        if (++c->i == c->n) {
+            int r = cursor_fill(m, t);
+            if (r < 0)
+                return -1;
+            if (r == 0)
+                lt->key[t] = (lt_key){UINT64_MAX, LT_DONE};
+        }
+        if (lt->key[t].rank != LT_DONE)
+            lt->key[t].time = c->rec[c->i].time;
+        lt_replay(lt, t);
+    }
+    if (mb->n)
+        block_out_publish(b, mb);
+    block_out_stop(b);
+    return 0;
+}
+
+/* The footer's summary: the writer's when it finished (salvage has none and
+ * rebuilds it from what the merge saw), with the merge's event counts. The
+ * thread table is malloc'd into s->threads. */
+static int merged_summary(const weft_trace_summary *summary, const thread_stats *st, uint32_t nt,
+                          uint32_t add_flags, bool salvage, int32_t exit_status,
+                          weft_trace_summary *s)
+{
+    uint64_t max_time;
+    s->threads = build_threads(summary, st, nt, &s->nthreads, &max_time);
+    if (!s->threads)
+        return -1;
+    s->flags = (summary ? summary->flags : 0) | add_flags;
+    s->exit_status = summary && !salvage ? summary->exit_status : exit_status;
+    s->stall_escapes = summary ? summary->stall_escapes : 0;
+    s->makespan = summary && summary->makespan > max_time ? summary->makespan : max_time;
+    return 0;
+}
+
+/* Footer, then the trailer that points at it: the trailer goes last, so a
+ * reader that finds it knows the file was written to the end. */
+static int out_footer(merge_out *w, const weft_trace_summary *s, uint64_t nevents, char *err,
+                      size_t errlen)
+{
+    uint64_t foot_off = w->o.off;
+    uint8_t *foot = NULL;
+    size_t flen = trc_footer_encode(s, nevents, w->b.nblocks, &foot);
+    if (!flen) {
+        free(foot);
+        trc_seterr(err, errlen, "%s: out of memory", w->path);
+        return -1;
+    }
+    trc_out_write(&w->o, foot, flen);
+    free(foot);
+    uint8_t trailer[TRAILER_SIZE];
+    put_u64(trailer, foot_off);
+    memcpy(trailer + 8, TRAILER_MAGIC, 8);
+    trc_out_write(&w->o, trailer, sizeof trailer);
+    return 0;
+}
+
+/* Make the file durable before it replaces anything at path: a crash after
+ * the rename must not leave a trace whose blocks never reached the disk. */
+static int out_commit(merge_out *w, char *err, size_t errlen)
+{
+    trc_out *o = &w->o;
+    trc_out_flush(o);
+    if (!o->err && fsync(w->fd) < 0)
+        o->err = errno;
+    if (close(w->fd) < 0 && !o->err)
+        o->err = errno;
+    w->fd = -1;
+    if (o->err) {
+        trc_seterr(err, errlen, "%s: write failed: %s", w->tmp, strerror(o->err));
+        return -1;
+    }
+    if (rename(w->tmp, w->path) < 0) {
+        trc_seterr(err, errlen, "%s: cannot rename %s into place: %s", w->path, w->tmp,
+                   strerror(errno));
+        return -1;
+    }
+    fsync_dir_of(w->path);
+    return 0;
+}
+
+/* Whatever was reached: the encoder thread is joined before its file
+ * descriptor goes, and a failed merge leaves no temporary file behind. */
+static void out_close(merge_out *w, bool failed)
+{
+    block_out_stop(&w->b);
+    if (w->fd >= 0)
+        close(w->fd);
+    if (failed && w->tmp)
+        unlink(w->tmp);
+    block_out_free(&w->b);
+    trc_out_free(&w->o);
+    free(w->tmp);
+}
+
 int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
                        const weft_trace_meta *meta, const trc_spool_index *ix,
                        const weft_trace_summary *summary, uint32_t add_flags, bool salvage,
@@ -273,296 +468,41 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
 {
     uint32_t nt = ix->nthreads;
     merge m = {spool_fd, spool_path, ix, err, errlen, NULL, NULL};
+    merge_out w = {.path = path, .fd = -1, .o = {.fd = -1}};
+    weft_trace_summary s = {0};
+    ltree lt = {0};
+    uint64_t nevents = 0;
     int rc = -1;
-    size_t tlen = strlen(path) + 32;
-    char *tmp = malloc(tlen);
     m.cur = calloc(nt ? nt : 1, sizeof *m.cur);
     m.st = calloc(nt ? nt : 1, sizeof *m.st);
-    /* One batch per thread, smaller for threads with fewer events, so a
-     * run with many short threads does not pay MERGE_BATCH for each. */
-    size_t nrec = 0;
-    for (uint32_t t = 0; t < nt; t++)
-        nrec += ix->threads[t].events < MERGE_BATCH ? ix->threads[t].events : MERGE_BATCH;
-    trc_rec *recs = malloc((nrec ? nrec : 1) * sizeof *recs);
-    trc_out o = {.fd = -1};
-    block_out b = {0};
-    ltree lt = {0};
-    uint8_t *hdr = NULL, *foot = NULL;
-    weft_trace_thread *threads = NULL;
-    int fd = -1;
-    if (!tmp || !m.cur || !m.st || !recs || lt_init(&lt, nt) < 0) {
+    trc_rec *recs = alloc_batches(ix);
+    if (!m.cur || !m.st || !recs || lt_init(&lt, nt) < 0) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        trc_seterr(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+    if (out_open(&w, meta, nt, err, errlen) < 0 || merge_prime(&m, &lt, recs) < 0)
         goto out;
-    }
-    if (trc_out_init(&o, fd, OUT_BUF_SIZE) < 0) {
-        trc_seterr(err, errlen, "%s: out of memory", path);
-        goto out;
-    }
-    int level = trc_zstd_level();
-    size_t hlen = trc_header_encode(meta, TRC_MAGIC, level ? 2 : 1, (uint32_t)level, &hdr);
-    if (!hlen) {
-        trc_seterr(err, errlen, "%s: trace header too large", path);
-        goto out;
-    }
-    trc_out_write(&o, hdr, hlen);
-    if (block_out_start(&b, &o, nt, level) < 0) {
-        trc_seterr(err, errlen, "%s: out of memory", path);
-        goto out;
-    }
-
-    trc_rec *next = recs;
-    for (uint32_t t = 0; t < nt; t++) {
-        cursor *c = &m.cur[t];
-        uint64_t ev = ix->threads[t].events;
-        c->rec = next;
-        c->max = ev < MERGE_BATCH ? (uint32_t)ev : MERGE_BATCH;
-        next += c->max;
-        if (ix->threads[t].n == 0)
-            continue;
-        int r = cursor_fill(&m, t);
-        if (r < 0)
-            goto out;
-        if (r)
-            lt.key[t] = (lt_key){c->rec[0].time, t};
-    }
     if (lt_build(&lt) < 0) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }
-
-    uint64_t nevents = 0;
-    mblock *mb = block_out_next(&b);
-    for (;;) {
-        uint32_t t = lt.node[0];
-        if (lt.key[t].rank == LT_DONE)
-            break;
-        cursor *c = &m.cur[t];
-        mb->rec[mb->n] = c->rec[c->i];
-        if (++mb->n == BLOCK_EVENTS) {
-            block_out_publish(&b, mb);
-            mb = block_out_next(&b);
-        }
-        nevents++;
-        if (++c->i == c->n) {
-            int r = cursor_fill(&m, t);
-            if (r < 0)
-                goto out;
-            if (r == 0)
-                lt.key[t] = (lt_key){UINT64_MAX, LT_DONE};
-        }
-        if (lt.key[t].rank != LT_DONE)
-            lt.key[t].time = c->rec[c->i].time;
-        lt_replay(&lt, t);
-    }
-    if (mb->n)
-        block_out_publish(&b, mb);
-    block_out_stop(&b);
-
-    weft_trace_summary s = {0};
-    uint64_t max_time;
-    threads = build_threads(summary, m.st, nt, &s.nthreads, &max_time);
-    if (!threads) {
+    if (merge_events(&m, &lt, &w.b, &nevents) < 0)
+        goto out;
+    if (merged_summary(summary, m.st, nt, add_flags, salvage, exit_status, &s) < 0) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }
-    s.threads = threads;
-    s.flags = (summary ? summary->flags : 0) | add_flags;
-    s.exit_status = summary && !salvage ? summary->exit_status : exit_status;
-    s.stall_escapes = summary ? summary->stall_escapes : 0;
-    s.makespan = summary && summary->makespan > max_time ? summary->makespan : max_time;
-    uint64_t foot_off = o.off;
-    size_t flen = trc_footer_encode(&s, nevents, b.nblocks, &foot);
-    if (!flen) {
-        trc_seterr(err, errlen, "%s: out of memory", path);
+    if (out_footer(&w, &s, nevents, err, errlen) < 0 || out_commit(&w, err, errlen) < 0)
         goto out;
-    }
-    trc_out_write(&o, foot, flen);
-    uint8_t trailer[TRAILER_SIZE];
-    put_u64(trailer, foot_off);
-    memcpy(trailer + 8, TRAILER_MAGIC, 8);
-    trc_out_write(&o, trailer, sizeof trailer);
-    trc_out_flush(&o);
-    if (!o.err && fsync(fd) < 0)
-        o.err = errno;
-    if (close(fd) < 0 && !o.err)
-        o.err = errno;
-    fd = -1;
-    if (o.err) {
-        trc_seterr(err, errlen, "%s: write failed: %s", tmp, strerror(o.err));
-        goto out;
-    }
-    if (rename(tmp, path) < 0) {
-        trc_seterr(err, errlen, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
-        goto out;
-    }
-    fsync_dir_of(path);
     rc = 0;
 out:
-    block_out_stop(&b); /* before its file descriptor goes */
-    if (fd >= 0)
-        close(fd);
-    if (rc < 0 && tmp)
-        unlink(tmp);
+    out_close(&w, rc < 0);
     for (uint32_t t = 0; m.cur && t < nt; t++)
         free(m.cur[t].buf);
-    block_out_free(&b);
-    trc_out_free(&o);
     lt_free(&lt);
-    free(threads);
-    free(hdr);
-    free(foot);
+    free(s.threads);
     free(recs);
     free(m.st);
     free(m.cur);
-    free(tmp);
-    return rc;
-}
-
-/* ---- salvage ---- */
-
-/* Scan the spool's chunks, stopping at the first one that is torn or does
- * not verify: a crash can only damage the tail, and nothing after a bad
- * chunk can be trusted to be in order. */
-static int scan_spool(int fd, uint64_t off, trc_spool_index *ix, uint64_t *end, int *stopped)
-{
-    uint8_t h[CHUNK_HDR_SIZE];
-    uint8_t *buf = NULL;
-    size_t cap = 0;
-    trc_rec recs[MERGE_BATCH];
-    for (;;) {
-        ssize_t got = trc_pread_all(fd, h, sizeof h, off);
-        /* A writer that stopped at a limit said so, and wrote nothing after. */
-        if (got >= STOP_SIZE && get_u32(h) == STOP_MAGIC && trc_crc32(0, h, 8) == get_u32(h + 8)) {
-            *stopped = (int)get_u32(h + 4);
-            break;
-        }
-        if (got != (ssize_t)sizeof h)
-            break;
-        uint32_t thread = get_u32(h + 4), count = get_u32(h + 8), len = get_u32(h + 12);
-        if (get_u32(h) != CHUNK_MAGIC || thread >= WEFT_TRACE_MAX_THREADS || count == 0 ||
-            count > BLOCK_MAX_EVENTS || len > PAYLOAD_MAX)
-            break;
-        if (len > cap || !buf) { /* never NULL, even for an empty payload */
-            uint8_t *nb = realloc(buf, len ? len : 1);
-            if (!nb)
-                break;
-            buf = nb;
-            cap = len;
-        }
-        if (trc_pread_all(fd, buf, len, off + sizeof h) != (ssize_t)len ||
-            trc_crc32(trc_crc32(0, h, 24), buf, len) != get_u32(h + 24))
-            break;
-        /* Decode to be sure the merge will not fail on it, and keep each
-         * thread's stream monotonic as the writer guaranteed (within a chunk
-         * it is by construction). */
-        trc_chunk c = {.off = off, .count = count, .len = len, .base_time = get_u64(h + 16)};
-        uint64_t prev =
-            thread < ix->nthreads && ix->threads[thread].events ? ix->threads[thread].last_time : 0;
-        trc_chunk_state st = {.time = c.base_time, .thread = thread};
-        const uint8_t *p = buf;
-        const char *why;
-        bool ok = true;
-        for (uint32_t i = 0; i < count && ok; i += MERGE_BATCH) {
-            uint32_t n = count - i < MERGE_BATCH ? count - i : MERGE_BATCH;
-            ok = trc_chunk_decode(&st, &p, buf + len, recs, n, &why) == 0 &&
-                 (i > 0 || recs[0].time >= prev);
-        }
-        if (!ok || p != buf + len || trc_index_add(ix, thread, &c) < 0)
-            break;
-        ix->threads[thread].last_time = st.time;
-        off += sizeof h + len;
-    }
-    free(buf);
-    *end = off;
-    return 0;
-}
-
-int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_status, char *err,
-                       size_t errlen)
-{
-    if (!path || !*path) {
-        trc_seterr(err, errlen, "weft_trace_salvage: no path");
-        return -1;
-    }
-    size_t sl = strlen(path) + 7;
-    char *spool = malloc(sl);
-    if (!spool) {
-        trc_seterr(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    snprintf(spool, sl, "%s.spool", path);
-    int rc = -1;
-    uint8_t *hdr = NULL;
-    weft_trace_meta meta = {0};
-    trc_spool_index ix = {0};
-    /* Read-write: the events left in the threads' buffers join the spool. */
-    int fd = open(spool, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        trc_seterr(err, errlen, "%s: cannot open: %s", spool, strerror(errno));
-        goto out;
-    }
-    uint8_t fixed[16];
-    ssize_t r = trc_pread_all(fd, fixed, sizeof fixed, 0);
-    if (r < 0) {
-        trc_seterr(err, errlen, "%s: read failed: %s", spool, strerror(errno));
-        goto out;
-    }
-    if (r < (ssize_t)sizeof fixed || memcmp(fixed, SPOOL_MAGIC, 8) != 0) {
-        trc_seterr(err, errlen, "%s: %s", spool,
-                   r < 16 && (r < 8 || !memcmp(fixed, SPOOL_MAGIC, 8))
-                       ? "spool too short to hold its header"
-                       : "not a weft spool");
-        goto out;
-    }
-    uint32_t version = get_u32(fixed + 8), hlen = get_u32(fixed + 12);
-    /* Chunks are the same in both versions; only the header grew. */
-    if (version == 0 || version > WEFT_TRACE_VERSION) {
-        trc_seterr(err, errlen, "%s: spool format version %u, this weft reads 1 to %d", spool,
-                   version, WEFT_TRACE_VERSION);
-        goto out;
-    }
-    if (hlen < 20 || hlen > (1u << 24) || !(hdr = malloc(hlen)) ||
-        trc_pread_all(fd, hdr, hlen, 0) != (ssize_t)hlen) {
-        trc_seterr(err, errlen, "%s: spool header is truncated or invalid", spool);
-        goto out;
-    }
-    char why[200];
-    if (trc_header_parse(hdr, hlen, &meta, why, sizeof why) < 0) {
-        trc_seterr(err, errlen, "%s: %s", spool, why);
-        goto out;
-    }
-    uint64_t end;
-    int stopped = 0;
-    if (scan_spool(fd, hlen, &ix, &end, &stopped) < 0) {
-        trc_seterr(err, errlen, "%s: out of memory", spool);
-        goto out;
-    }
-    /* Past the last good chunk: a torn one, or the stop record, goes. */
-    if (ftruncate(fd, (off_t)end) < 0 || trc_live_salvage(path, fd, &ix, &end, exit_status) < 0) {
-        trc_seterr(err, errlen, "%s: cannot add the buffered events: %s", spool, strerror(errno));
-        goto out;
-    }
-    uint32_t flags = WEFT_TRACE_TRUNCATED | (extra_flags & ~WEFT_TRACE_COMPLETE);
-    if (stopped)
-        flags |= WEFT_TRACE_STOPPED;
-    rc = trc_merge_to_trace(path, fd, spool, &meta, &ix, NULL, flags, true, exit_status, err,
-                            errlen);
-    if (rc == 0) {
-        unlink(spool);
-        trc_live_unlink(path);
-    }
-out:
-    if (fd >= 0)
-        close(fd);
-    trc_index_free(&ix);
-    trc_meta_free(&meta);
-    free(hdr);
-    free(spool);
     return rc;
 }

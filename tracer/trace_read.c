@@ -150,6 +150,124 @@ static int check_blocks(weft_trace *t, char *why, size_t wl)
     return 0;
 }
 
+/* Something that could be a trace at all: a non-empty regular file. */
+static int open_file(weft_trace *t, char *why, size_t wl)
+{
+    t->fd = open(t->path, O_RDONLY | O_CLOEXEC);
+    if (t->fd < 0) {
+        trc_seterr(why, wl, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(t->fd, &st) < 0) {
+        trc_seterr(why, wl, "cannot stat: %s", strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        trc_seterr(why, wl, "is a directory, not a trace");
+        return -1;
+    }
+    t->size = (uint64_t)st.st_size;
+    if (t->size == 0) {
+        trc_seterr(why, wl, "empty file, not a trace");
+        return -1;
+    }
+    return 0;
+}
+
+/* The 16 bytes every version starts with: magic, version, header length.
+ * A spool is told apart from a trace here, so the user learns to salvage it
+ * rather than that the file is corrupt. */
+static int read_fixed(weft_trace *t, char *why, size_t wl)
+{
+    uint8_t fixed[16] = {0};
+    size_t got = t->size < sizeof fixed ? (size_t)t->size : sizeof fixed;
+    if (read_at(t, fixed, got, 0) < 0) {
+        trc_seterr(why, wl, "read failed: %s", strerror(errno));
+        return -1;
+    }
+    if (got >= 8 && memcmp(fixed, SPOOL_MAGIC, 8) == 0) {
+        trc_seterr(why, wl, "is the spool of an unfinished run, not a trace (salvage it first)");
+        return -1;
+    }
+    if (memcmp(fixed, TRC_MAGIC, got < 8 ? got : 8) != 0) {
+        trc_seterr(why, wl, "not a weft trace (bad magic)");
+        return -1;
+    }
+    if (got < sizeof fixed) {
+        trc_seterr(why, wl, "truncated header (file is %llu bytes)", (unsigned long long)t->size);
+        return -1;
+    }
+    uint32_t version = get_u32(fixed + 8);
+    if (version > WEFT_TRACE_VERSION) {
+        trc_seterr(why, wl, "trace format version %u is newer than this weft supports (%d)",
+                   version, WEFT_TRACE_VERSION);
+        return -1;
+    }
+    if (version == 0) {
+        trc_seterr(why, wl, "unsupported trace format version 0");
+        return -1;
+    }
+    t->header_len = get_u32(fixed + 12);
+    if (t->header_len < 20 || t->header_len > HEADER_MAX) {
+        trc_seterr(why, wl, "corrupt header (length %u)", t->header_len);
+        return -1;
+    }
+    if (t->header_len > t->size) {
+        trc_seterr(why, wl, "truncated header (%u bytes, file is %llu)", t->header_len,
+                   (unsigned long long)t->size);
+        return -1;
+    }
+    return 0;
+}
+
+static int read_header(weft_trace *t, char *why, size_t wl)
+{
+    uint8_t *hdr = malloc(t->header_len);
+    if (!hdr || read_at(t, hdr, t->header_len, 0) < 0) {
+        free(hdr);
+        trc_seterr(why, wl, "cannot read header: %s", hdr ? strerror(errno) : "out of memory");
+        return -1;
+    }
+    int hr = trc_header_parse(hdr, t->header_len, &t->meta, why, wl);
+    free(hdr);
+    return hr;
+}
+
+/* The trailer is written last, so a missing one means the write was cut;
+ * it points at the footer, the summary and thread table. */
+static int read_footer(weft_trace *t, char *why, size_t wl)
+{
+    uint8_t tr[TRAILER_SIZE];
+    if (t->size < (uint64_t)t->header_len + FOOTER_FIXED + TRAILER_SIZE ||
+        read_at(t, tr, sizeof tr, t->size - TRAILER_SIZE) < 0 ||
+        memcmp(tr + 8, TRAILER_MAGIC, 8) != 0) {
+        trc_seterr(why, wl, "truncated (no trailer at the end of its %llu bytes)",
+                   (unsigned long long)t->size);
+        return -1;
+    }
+    t->footer_off = get_u64(tr);
+    if (t->footer_off < t->header_len || t->footer_off > t->size - TRAILER_SIZE - FOOTER_FIXED) {
+        trc_seterr(why, wl, "corrupt trailer (footer offset %llu)",
+                   (unsigned long long)t->footer_off);
+        return -1;
+    }
+    size_t flen = (size_t)(t->size - TRAILER_SIZE - t->footer_off);
+    if (flen > FOOTER_FIXED + (size_t)WEFT_TRACE_MAX_THREADS * FOOTER_THREAD) {
+        trc_seterr(why, wl, "corrupt trailer (footer of %zu bytes)", flen);
+        return -1;
+    }
+    uint8_t *foot = malloc(flen);
+    if (!foot || read_at(t, foot, flen, t->footer_off) < 0) {
+        free(foot);
+        trc_seterr(why, wl, "cannot read footer");
+        return -1;
+    }
+    int fr = parse_footer(t, foot, flen, why, wl);
+    free(foot);
+    return fr;
+}
+
 weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
 {
     if (!path) {
@@ -162,79 +280,14 @@ weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
         trc_seterr(err, errlen, "%s: out of memory", path);
         return NULL;
     }
-    t->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (t->fd < 0)
-        return open_fail(t, err, errlen, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(t->fd, &st) < 0)
-        return open_fail(t, err, errlen, "cannot stat: %s", strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return open_fail(t, err, errlen, "is a directory, not a trace");
-    t->size = (uint64_t)st.st_size;
-    if (t->size == 0)
-        return open_fail(t, err, errlen, "empty file, not a trace");
-
-    uint8_t fixed[16] = {0};
-    size_t got = t->size < sizeof fixed ? (size_t)t->size : sizeof fixed;
-    if (read_at(t, fixed, got, 0) < 0)
-        return open_fail(t, err, errlen, "read failed: %s", strerror(errno));
-    if (got >= 8 && memcmp(fixed, SPOOL_MAGIC, 8) == 0)
-        return open_fail(t, err, errlen,
-                         "is the spool of an unfinished run, not a trace (salvage it first)");
-    if (memcmp(fixed, TRC_MAGIC, got < 8 ? got : 8) != 0)
-        return open_fail(t, err, errlen, "not a weft trace (bad magic)");
-    if (got < sizeof fixed)
-        return open_fail(t, err, errlen, "truncated header (file is %llu bytes)",
-                         (unsigned long long)t->size);
-    uint32_t version = get_u32(fixed + 8);
-    if (version > WEFT_TRACE_VERSION)
-        return open_fail(t, err, errlen,
-                         "trace format version %u is newer than this weft supports (%d)", version,
-                         WEFT_TRACE_VERSION);
-    if (version == 0)
-        return open_fail(t, err, errlen, "unsupported trace format version 0");
-    t->header_len = get_u32(fixed + 12);
-    if (t->header_len < 20 || t->header_len > HEADER_MAX)
-        return open_fail(t, err, errlen, "corrupt header (length %u)", t->header_len);
-    if (t->header_len > t->size)
-        return open_fail(t, err, errlen, "truncated header (%u bytes, file is %llu)", t->header_len,
-                         (unsigned long long)t->size);
-    uint8_t *hdr = malloc(t->header_len);
-    if (!hdr || read_at(t, hdr, t->header_len, 0) < 0) {
-        free(hdr);
-        return open_fail(t, err, errlen, "cannot read header: %s",
-                         hdr ? strerror(errno) : "out of memory");
-    }
+    t->fd = -1;
+    /* Each step's reason is short (numbers and strerror, never the path):
+     * why holds any of them whole. */
     char why[300];
-    int hr = trc_header_parse(hdr, t->header_len, &t->meta, why, sizeof why);
-    free(hdr);
-    if (hr < 0)
+    if (open_file(t, why, sizeof why) < 0 || read_fixed(t, why, sizeof why) < 0 ||
+        read_header(t, why, sizeof why) < 0 || read_footer(t, why, sizeof why) < 0 ||
+        check_blocks(t, why, sizeof why) < 0)
         return open_fail(t, err, errlen, "%s", why);
-
-    /* The trailer is written last, so a missing one means the write was cut. */
-    uint8_t tr[TRAILER_SIZE];
-    if (t->size < (uint64_t)t->header_len + FOOTER_FIXED + TRAILER_SIZE ||
-        read_at(t, tr, sizeof tr, t->size - TRAILER_SIZE) < 0 ||
-        memcmp(tr + 8, TRAILER_MAGIC, 8) != 0)
-        return open_fail(t, err, errlen, "truncated (no trailer at the end of its %llu bytes)",
-                         (unsigned long long)t->size);
-    t->footer_off = get_u64(tr);
-    if (t->footer_off < t->header_len || t->footer_off > t->size - TRAILER_SIZE - FOOTER_FIXED)
-        return open_fail(t, err, errlen, "corrupt trailer (footer offset %llu)",
-                         (unsigned long long)t->footer_off);
-    size_t flen = (size_t)(t->size - TRAILER_SIZE - t->footer_off);
-    if (flen > FOOTER_FIXED + (size_t)WEFT_TRACE_MAX_THREADS * FOOTER_THREAD)
-        return open_fail(t, err, errlen, "corrupt trailer (footer of %zu bytes)", flen);
-    uint8_t *foot = malloc(flen);
-    if (!foot || read_at(t, foot, flen, t->footer_off) < 0) {
-        free(foot);
-        return open_fail(t, err, errlen, "cannot read footer");
-    }
-    int fr = parse_footer(t, foot, flen, why, sizeof why);
-    free(foot);
-    if (fr < 0 || check_blocks(t, why, sizeof why) < 0)
-        return open_fail(t, err, errlen, "%s", why);
-
     if (t->meta.version >= 2
             ? trc_frame_init(&t->fr, t->summary.nthreads) < 0 || !(t->zd = ZSTD_createDCtx())
             : trc_delta_init(&t->d, t->summary.nthreads, false) < 0)

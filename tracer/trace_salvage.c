@@ -1,0 +1,169 @@
+/* Salvage: a trace from the spool of a run whose writer never finished
+ * (the guest crashed, was killed, or the writer stopped at a limit). What
+ * verifies of the spool is kept, the rest cut, and the merge of
+ * trace_merge.c writes the trace as a finished run's would be. */
+#include "trace_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Records decoded at once while checking a chunk: the same batch as the
+ * merge's, though any size checks the same. */
+#define SCAN_BATCH 256
+
+/* Scan the spool's chunks, stopping at the first one that is torn or does
+ * not verify: a crash can only damage the tail, and nothing after a bad
+ * chunk can be trusted to be in order. */
+static int scan_spool(int fd, uint64_t off, trc_spool_index *ix, uint64_t *end, int *stopped)
+{
+    uint8_t h[CHUNK_HDR_SIZE];
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    trc_rec recs[SCAN_BATCH];
+    for (;;) {
+        ssize_t got = trc_pread_all(fd, h, sizeof h, off);
+        /* A writer that stopped at a limit said so, and wrote nothing after. */
+        if (got >= STOP_SIZE && get_u32(h) == STOP_MAGIC && trc_crc32(0, h, 8) == get_u32(h + 8)) {
+            *stopped = (int)get_u32(h + 4);
+            break;
+        }
+        if (got != (ssize_t)sizeof h)
+            break;
+        uint32_t thread = get_u32(h + 4), count = get_u32(h + 8), len = get_u32(h + 12);
+        if (get_u32(h) != CHUNK_MAGIC || thread >= WEFT_TRACE_MAX_THREADS || count == 0 ||
+            count > BLOCK_MAX_EVENTS || len > PAYLOAD_MAX)
+            break;
+        if (len > cap || !buf) { /* never NULL, even for an empty payload */
+            uint8_t *nb = realloc(buf, len ? len : 1);
+            if (!nb)
+                break;
+            buf = nb;
+            cap = len;
+        }
+        if (trc_pread_all(fd, buf, len, off + sizeof h) != (ssize_t)len ||
+            trc_crc32(trc_crc32(0, h, 24), buf, len) != get_u32(h + 24))
+            break;
+        /* Decode to be sure the merge will not fail on it, and keep each
+         * thread's stream monotonic as the writer guaranteed (within a chunk
+         * it is by construction). */
+        trc_chunk c = {.off = off, .count = count, .len = len, .base_time = get_u64(h + 16)};
+        uint64_t prev =
+            thread < ix->nthreads && ix->threads[thread].events ? ix->threads[thread].last_time : 0;
+        trc_chunk_state st = {.time = c.base_time, .thread = thread};
+        const uint8_t *p = buf;
+        const char *why;
+        bool ok = true;
+        for (uint32_t i = 0; i < count && ok; i += SCAN_BATCH) {
+            uint32_t n = count - i < SCAN_BATCH ? count - i : SCAN_BATCH;
+            ok = trc_chunk_decode(&st, &p, buf + len, recs, n, &why) == 0 &&
+                 (i > 0 || recs[0].time >= prev);
+        }
+        if (!ok || p != buf + len || trc_index_add(ix, thread, &c) < 0)
+            break;
+        ix->threads[thread].last_time = st.time;
+        off += sizeof h + len;
+    }
+    free(buf);
+    *end = off;
+    return 0;
+}
+
+/* The spool's header, checked as far as salvage needs: its chunks follow at
+ * *hlen, and its meta becomes the trace's. *hdr is malloc'd (the caller
+ * frees it, also on failure). */
+static int read_spool_header(int fd, const char *spool, uint8_t **hdr, weft_trace_meta *meta,
+                             uint32_t *hlen, char *err, size_t errlen)
+{
+    uint8_t fixed[16];
+    ssize_t r = trc_pread_all(fd, fixed, sizeof fixed, 0);
+    if (r < 0) {
+        trc_seterr(err, errlen, "%s: read failed: %s", spool, strerror(errno));
+        return -1;
+    }
+    if (r < (ssize_t)sizeof fixed || memcmp(fixed, SPOOL_MAGIC, 8) != 0) {
+        trc_seterr(err, errlen, "%s: %s", spool,
+                   r < 16 && (r < 8 || !memcmp(fixed, SPOOL_MAGIC, 8))
+                       ? "spool too short to hold its header"
+                       : "not a weft spool");
+        return -1;
+    }
+    uint32_t version = get_u32(fixed + 8);
+    *hlen = get_u32(fixed + 12);
+    /* Chunks are the same in both versions; only the header grew. */
+    if (version == 0 || version > WEFT_TRACE_VERSION) {
+        trc_seterr(err, errlen, "%s: spool format version %u, this weft reads 1 to %d", spool,
+                   version, WEFT_TRACE_VERSION);
+        return -1;
+    }
+    if (*hlen < 20 || *hlen > (1u << 24) || !(*hdr = malloc(*hlen)) ||
+        trc_pread_all(fd, *hdr, *hlen, 0) != (ssize_t)*hlen) {
+        trc_seterr(err, errlen, "%s: spool header is truncated or invalid", spool);
+        return -1;
+    }
+    char why[200];
+    if (trc_header_parse(*hdr, *hlen, meta, why, sizeof why) < 0) {
+        trc_seterr(err, errlen, "%s: %s", spool, why);
+        return -1;
+    }
+    return 0;
+}
+
+int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_status, char *err,
+                       size_t errlen)
+{
+    if (!path || !*path) {
+        trc_seterr(err, errlen, "weft_trace_salvage: no path");
+        return -1;
+    }
+    size_t sl = strlen(path) + 7;
+    char *spool = malloc(sl);
+    if (!spool) {
+        trc_seterr(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    snprintf(spool, sl, "%s.spool", path);
+    int rc = -1;
+    uint8_t *hdr = NULL;
+    uint32_t hlen = 0;
+    weft_trace_meta meta = {0};
+    trc_spool_index ix = {0};
+    /* Read-write: the events left in the threads' buffers join the spool. */
+    int fd = open(spool, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        trc_seterr(err, errlen, "%s: cannot open: %s", spool, strerror(errno));
+        goto out;
+    }
+    if (read_spool_header(fd, spool, &hdr, &meta, &hlen, err, errlen) < 0)
+        goto out;
+    uint64_t end;
+    int stopped = 0;
+    if (scan_spool(fd, hlen, &ix, &end, &stopped) < 0) {
+        trc_seterr(err, errlen, "%s: out of memory", spool);
+        goto out;
+    }
+    /* Past the last good chunk: a torn one, or the stop record, goes. */
+    if (ftruncate(fd, (off_t)end) < 0 || trc_live_salvage(path, fd, &ix, &end, exit_status) < 0) {
+        trc_seterr(err, errlen, "%s: cannot add the buffered events: %s", spool, strerror(errno));
+        goto out;
+    }
+    uint32_t flags = WEFT_TRACE_TRUNCATED | (extra_flags & ~WEFT_TRACE_COMPLETE);
+    if (stopped)
+        flags |= WEFT_TRACE_STOPPED;
+    rc = trc_merge_to_trace(path, fd, spool, &meta, &ix, NULL, flags, true, exit_status, err,
+                            errlen);
+    if (rc == 0) {
+        unlink(spool);
+        trc_live_unlink(path);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    trc_index_free(&ix);
+    trc_meta_free(&meta);
+    free(hdr);
+    free(spool);
+    return rc;
+}
