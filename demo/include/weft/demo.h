@@ -48,7 +48,7 @@ typedef enum demo_progress { DEMO_PROGRESS_TIME, DEMO_PROGRESS_RUNS } demo_progr
 /* Run `weft ARGS` with stdout and stderr in DIR/logs/NN-name.log, showing
  * progress (for DEMO_PROGRESS_RUNS: lines of runs_path out of total), and
  * record the step in demo.json. Returns the child's exit status, 128+signal,
-  * or -1 if it could not start. Sets ctx->interrupted to the signal on SIGINT/SIGTERM. */
+ * or -1 if it could not start. Sets ctx->interrupted to the signal on SIGINT/SIGTERM. */
 int demo_step(demo_ctx *ctx, const char *name, const demo_cmd *cmd, demo_progress kind,
               const char *runs_path, uint64_t total, char *log_path, size_t log_len);
 
