@@ -68,6 +68,12 @@ static int parse_footer(weft_trace *t, const uint8_t *f, size_t len, char *why, 
     weft_trace_summary *s = &t->summary;
     s->flags = get_u32(f + 8);
     s->exit_status = (int32_t)get_u32(f + 12);
+    /* An exit status (0..255) or a signal's number, negated: anything else
+     * is no run's end (and negating INT32_MIN would overflow). */
+    if (s->exit_status < -255 || s->exit_status > 255) {
+        trc_seterr(why, wl, "corrupt footer (exit status %d)", s->exit_status);
+        return -1;
+    }
     s->stall_escapes = get_u64(f + 16);
     s->makespan = get_u64(f + 24);
     t->nevents = get_u64(f + 32);

@@ -156,6 +156,9 @@ expect "info: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 144 (chec
   "$WEFT" info blk.wtr
 poke foot.wtr $(($(stat -c %s lu.wtr) - 30))
 expect "info: corrupt footer" 1 "weft: foot.wtr: corrupt footer (checksum mismatch)" "$WEFT" info foot.wtr
+cp "$WEFT_SRC/tests/unit/data/fuzz_trace/exit_status_int_min.wtr" exit.wtr
+expect "info: an exit status no run ends with" 1 "weft: exit.wtr: corrupt footer (exit status -2147483648)" \
+  "$WEFT" info exit.wtr
 cp "$WEFT_SRC/tests/unit/data/fuzz_trace/footer_thread_events_mismatch.wtr" footer.wtr
 expect "info: footer counts disagree" 1 \
   "weft: footer.wtr: corrupt footer (thread 0 has 104 events in the blocks, the footer says 31)" \

@@ -329,6 +329,34 @@ static void test_large_stream(void **state)
 
 /* ---- writer: rebuilt tables and errors ---- */
 
+/* An exit status no run can end with (a fuzzer's find: weft info negated
+ * INT32_MIN to print it as a signal) is a corrupt footer; the extremes of
+ * what a run can end with read back. */
+static void test_exit_status_range(void **state)
+{
+    (void)state;
+    char err[512];
+    static const int32_t bad[] = {INT32_MIN, -256, 256, INT32_MAX};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        weft_trace_summary sum = {.exit_status = bad[i]};
+        const char *p = tt_path("exit.wtr");
+        tt_write(p, 0, NULL, NULL, &sum);
+        weft_trace *t = weft_trace_open(p, err, sizeof err);
+        assert_null(t);
+        assert_non_null(strstr(err, "corrupt footer (exit status"));
+    }
+    static const int32_t good[] = {-255, -9, 0, 255};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        weft_trace_summary sum = {.exit_status = good[i]};
+        const char *p = tt_path("exit.wtr");
+        tt_write(p, 0, NULL, NULL, &sum);
+        weft_trace *t = weft_trace_open(p, err, sizeof err);
+        assert_non_null(t);
+        assert_int_equal(weft_trace_get_summary(t)->exit_status, good[i]);
+        weft_trace_close(t);
+    }
+}
+
 static void test_empty_and_rebuilt_table(void **state)
 {
     (void)state;
@@ -500,7 +528,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_byte_identical_interleavings),
         cmocka_unit_test(test_large_stream),  cmocka_unit_test(test_empty_and_rebuilt_table),
         cmocka_unit_test(test_writer_errors), cmocka_unit_test(test_set_outcome),
-        cmocka_unit_test(test_kind_helpers),
+        cmocka_unit_test(test_kind_helpers),  cmocka_unit_test(test_exit_status_range),
     };
     int failed = cmocka_run_group_tests_name("trace", tests, NULL, NULL);
     failed += _cmocka_run_group_tests("trace_corrupt", corrupt_tests, corrupt_ntests, NULL, NULL);
