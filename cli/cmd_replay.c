@@ -128,8 +128,9 @@ static const cli_option replay_options[] = {
      "(the point pcs of a campaign)",
      CLI_CUSTOM, 0, 0, 0, parse_points, NULL},
     {"profile-runs", 0, "N",
-     "profiling runs (random policy, seeds 0..N-1) whose largest step\n"
-     "and thread counts are k and n (default 3)",
+     "runs per profiling round (random policy, seeds 0..N-1): rounds\n"
+     "learn the points until one adds none; the last round's largest\n"
+     "step and thread counts are k and n (default 3)",
      CLI_U64, C(profile_runs), 1, 1000, NULL, NULL},
     {"starvation", 0, "P", "per-decision starvation override probability (default 0.001)",
      CLI_CUSTOM, 0, 0, 0, parse_starvation, NULL},

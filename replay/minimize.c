@@ -275,9 +275,10 @@ static int make_template(minimize *m, const replay_config *c, uint64_t seed, cha
     t->from_depth = c->depth;
     t->from_switches = m->log->switches;
     t->from_preemptions = m->log->preemptions;
+    char err[512];
     if ((t->points == POINTS_VISIBLE || t->points == POINTS_PCS) && c->pcs_path[0] &&
-        replay_pcs_load(c->pcs_path, &t->pcs, &t->npcs)) {
-        weft_error("%s: cannot read the campaign's points", c->pcs_path);
+        weft_pcs_load(c->pcs_path, &t->pcs, &t->npcs, err, sizeof err)) {
+        weft_error("cannot read the campaign's points: %s", err);
         return -1;
     }
     return 0;

@@ -100,8 +100,9 @@ k_of() { jq -r .k "$1/summary.json" 2>/dev/null || echo "–"; }
   echo "($(nproc) cores, shared with other work; $elapsed s, $jobs runs at a time). Both columns run"
   echo "\`weft replay --sched $policy --depth $depth\` with the same seeds; they differ only in which plain"
   echo "accesses of the program's own code are schedule points: \`visible\` takes every instruction that"
-  echo "touched an address two threads accessed (one writing) in the exact-mode profiling trace,"
-  echo "\`races\` only the pcs of the races \`weft races\` finds in that trace. Both keep the"
+  echo "touched an address two threads of one run accessed (one writing) in the profiling runs (rounds"
+  echo "of random schedules until a round adds no pc), \`races\` only the pcs of the races \`weft races\`"
+  echo "finds in those runs' traces. Both keep the"
   echo "synchronization calls, the program's atomics and the exits (docs/replay.md). pcs: plain-access"
   echo "pcs made points; k: the step budget the profiling runs measured (choices only)."
   echo

@@ -89,54 +89,9 @@ int sched_parse_arg(const char *key, const char *val)
     return 1;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* One hex pc per line (`weft replay --points shared` writes the instructions
- * that touched shared data in a profiling trace; exact mode's speculation
- * the ones that need a gate). */
-int plugin_load_pcs(const char *path, uint64_t **pcs, size_t *npcs, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t cap = 0;
-    char line[64];
-    while (fgets(line, sizeof line, f)) {
-        char *end;
-        uint64_t pc = strtoull(line, &end, 16);
-        if (end == line)
-            continue;
-        if (*npcs == cap) {
-            cap = cap ? cap * 2 : 256;
-            uint64_t *n = realloc(*pcs, cap * sizeof *n);
-            if (!n) {
-                fclose(f);
-                snprintf(err, errlen, "%s: out of memory", path);
-                return -1;
-            }
-            *pcs = n;
-        }
-        (*pcs)[(*npcs)++] = pc;
-    }
-    fclose(f);
-    qsort(*pcs, *npcs, sizeof **pcs, cmp_u64);
-    return 0;
-}
-
-int plugin_pcs_contain(const uint64_t *pcs, size_t npcs, uint64_t pc)
-{
-    return npcs && bsearch(&pc, pcs, npcs, sizeof pc, cmp_u64) != NULL;
-}
-
 int sched_is_point_pc(uint64_t pc)
 {
-    return plugin_pcs_contain(g_plugin.sched.pcs, g_plugin.sched.npcs, pc);
+    return weft_pcs_contain(g_plugin.sched.pcs, g_plugin.sched.npcs, pc);
 }
 
 /* sched=script: the "switches" of a schedule file (docs/replay.md), each
@@ -329,7 +284,7 @@ int sched_setup(char *err, size_t errlen)
     if (!s->requested)
         return 0;
     if ((s->points == POINTS_PCS || (s->points == POINTS_VISIBLE && s->pcs_path)) &&
-        plugin_load_pcs(s->pcs_path, &s->pcs, &s->npcs, err, errlen))
+        weft_pcs_load(s->pcs_path, &s->pcs, &s->npcs, err, errlen))
         return -1;
     if (s->cfg.kind == PCT_KIND_SCRIPT && s->schedule_path &&
         load_script(s->schedule_path, err, errlen))

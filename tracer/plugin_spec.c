@@ -50,7 +50,7 @@ int spec_setup(char *err, size_t errlen)
         snprintf(err, errlen, "spec= needs mode=exact without quantum, sched or inject");
         return -1;
     }
-    if (s->gates_path && plugin_load_pcs(s->gates_path, &s->gates, &s->ngates, err, errlen))
+    if (s->gates_path && weft_pcs_load(s->gates_path, &s->gates, &s->ngates, err, errlen))
         return -1;
     s->learn_fd = open(s->learn_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (s->learn_fd < 0) {
@@ -73,7 +73,7 @@ int spec_gated(uint64_t pc)
     for (unsigned i = 0; i < s->nranges; i++)
         if (pc >= s->range_lo[i] && pc < s->range_hi[i])
             return 1;
-    return plugin_pcs_contain(s->gates, s->ngates, pc);
+    return weft_pcs_contain(s->gates, s->ngates, pc);
 }
 
 static void learn_line(const char *line)

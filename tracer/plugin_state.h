@@ -365,9 +365,6 @@ void sched_serve(void);
  * now on. 0, or -1 + err. */
 int sched_adopt(const pct_config *cfg, pct_policy *policy, const char *record,
                 const char *switchlog, char *err, size_t errlen);
-/* Sorted pcs from a file of hex pcs, one per line; -1 + err if unreadable. */
-int plugin_load_pcs(const char *path, uint64_t **pcs, size_t *npcs, char *err, size_t errlen);
-int plugin_pcs_contain(const uint64_t *pcs, size_t npcs, uint64_t pc);
 int sched_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours, -1 bad */
 int sched_setup(char *err, size_t errlen);
 int sched_is_point_pc(uint64_t pc);

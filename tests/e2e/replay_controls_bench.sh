@@ -59,4 +59,21 @@ check "db --bound 1: finds the deadlock (status $st)" \
   test "$st $(jq -r 'select(.verdict == "deadlock") | .verdict' "$work/db/runs.jsonl" | sort -u)" = "10 deadlock"
 check "db --bound 1: each run names its schedule" \
   test "$(jq -r '.schedule.bound' "$work/db/runs.jsonl" | sort -u | tr '\n' ' ')" = "0 1 "
+
+# Points learnt in rounds: work_stealing's thief stores `top` only when it
+# runs between the owner's pops, which no schedule with the visible
+# operations alone as points takes (the owner runs from the thread's
+# creation to its join). Later rounds, with the shared pcs as points, take
+# it, and that store becomes a point.
+run_status st "$WEFT" replay --sched random --runs 1 --save-trace --timeout 60 \
+  --output "$work/ws" -- "$b/work_stealing" >"$work/ws.log" 2>&1
+check "work_stealing: profiling learnt in more than two rounds" \
+  grep -Eq "^weft: profiling: .*learnt.* \(([3-9]|[1-9][0-9]+) rounds" "$work/ws.log"
+for t in "$work"/ws/profile-*-*.wtr; do
+  "$WEFT" export -F csv -o "$t.csv" "$t" 2>/dev/null || true
+done
+store="$(cat "$work"/ws/profile-*.csv | awk -F, '$4 == "write" && $8 == "top" && $9 == "thief" {print $7}' |
+  sed 's/^0x//' | sort -u)"
+check "work_stealing: a kept profiling schedule has the thief's store to top" test -n "$store"
+check "work_stealing: that store is a point" grep -qx "$store" "$work/ws/points.pcs"
 finish

@@ -2,7 +2,8 @@
  * verdicts, campaigns over many seeds and their summaries.
  *
  *   campaign_file.c  campaign.json, shards, starting a campaign
- *   profile.c        the profiling runs: k, n and the shared-access pcs
+ *   profile.c        the profiling runs: k, n and the points they learn
+ *   learn_points.c   the pcs of shared (or racy) accesses in their traces
  *   run.c            one seed: run, verdict, JSON line
  *   campaign.c       many seeds in parallel, runs.jsonl, resume, progress
  *   server.c         fork servers: the program run once to its first thread,
@@ -14,7 +15,6 @@
  *   schedule.c       a run's switch log; schedule files (weft replay --schedule)
  *   explain.c        why a failing run failed: its switches, races, verdict
  *   minimize.c       the fewest preemptions that still fail (ddmin)
- *   race_points.c    --points races: the racy pcs of the profiling trace
  *   runs_file.c      a runs.jsonl: its lines in seed order, the seeds done
  *   request.c        a weft replay command line: its checks and its run
  *
@@ -138,21 +138,12 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
 /* Shell command reproducing one seed of this config. */
 void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size_t len);
 
-/* ---- profiling (profile.c, race_points.c) ----------------------------------- */
-
-/* --points races: the pcs of the races weft races finds in the profiling
- * trace (binary: the program, for its instructions), one hex pc per line
- * into path. 0 with the counts, or -1 after one line. */
-int replay_race_pcs(const char *trace_path, const char *binary, const char *path, uint64_t *npcs,
-                    uint64_t *nraces);
-/* The pcs of a points file (hex, one a line; other lines skipped), sorted
- * (malloc'd). 0, or -1 (unreadable, out of memory) with none. */
-int replay_pcs_load(const char *path, uint64_t **pcs, size_t *n);
-
-/* With --points shared: trace the program once (exact mode, no policy) and
- * write the pcs of accesses to shared addresses to c->pcs_path. Then, if k
- * or n is missing, run once with sched=random, seed 0 and the same points,
- * and take k = its steps, n = its threads. Prints what it learned. */
+/* Profiling (docs/replay.md): with --points visible (no file), shared or
+ * races, rounds of c->profile_runs runs under sched=random (seeds 0..R-1)
+ * learn the points' pcs into c->pcs_path until a round adds none; k and n
+ * (unless given) are the largest steps and threads of the last round, whose
+ * runs used the final points. Prints what it learned. 0, or -1 after one
+ * line. */
 int replay_profile(replay_config *c);
 
 /* ---- a campaign's folder (campaign_file.c) ---------------------------------- */

@@ -160,6 +160,17 @@ int weft_write_atomic(const char *path, const char *buf, size_t len, char *err, 
  * writable). */
 int weft_check_output(const char *path);
 
+/* ---- points files: one hex pc per line (trace_pcs.c) ------------------------ */
+
+/* The pcs of a points file, sorted (malloc'd; other lines skipped). 0, or -1
+ * with none and a one-line message in err (unreadable, out of memory). */
+int weft_pcs_load(const char *path, uint64_t **pcs, size_t *n, char *err, size_t errlen);
+/* Whether pc is in a sorted pcs array. */
+int weft_pcs_contain(const uint64_t *pcs, size_t n, uint64_t pc);
+/* Sort pcs[0..*n), drop repeats (*n shrinks) and write them to path
+ * atomically. 0, or -1 with a one-line message in err. */
+int weft_pcs_write(const char *path, uint64_t *pcs, size_t *n, char *err, size_t errlen);
+
 /* ---- writing (the plugin) ------------------------------------------------ */
 
 typedef struct weft_trace_writer weft_trace_writer;

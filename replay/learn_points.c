@@ -1,0 +1,278 @@
+/* Learning a campaign's schedule points from profiling schedules.
+ * --points visible / shared: the pcs of the accesses to shared addresses.
+ * An address is shared when, in one schedule, two or more threads access
+ * its 8-byte granule and one of them writes; the set is the union over the
+ * schedules, because which addresses a thread touches depends on the
+ * interleaving (a work queue's split), and one schedule can miss the very
+ * slot a race is on.
+ * --points races: CHESS drives its schedule points from its race detector;
+ * here the plain accesses that are points are those at the pcs weft races
+ * reports in any of the schedules, instead of every access to a shared
+ * address. The visible points' synchronization calls, atomics and exits
+ * stay points either way. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "learn_points.h"
+#include "weft/replay.h"
+#include "weft/trace.h"
+
+/* Open-addressing hash table from a 64-bit key to a small value. */
+typedef struct u64_table {
+    uint64_t *keys;
+    uint32_t *vals;
+    uint8_t *used;
+    size_t cap, count;
+} u64_table;
+
+static size_t slot_of(const u64_table *t, uint64_t key)
+{
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 17) & (t->cap - 1);
+    while (t->used[i] && t->keys[i] != key)
+        i = (i + 1) & (t->cap - 1);
+    return i;
+}
+
+static int table_grow(u64_table *t)
+{
+    u64_table n = {0};
+    n.cap = t->cap ? t->cap * 2 : 1024;
+    n.keys = malloc(n.cap * sizeof *n.keys);
+    n.vals = malloc(n.cap * sizeof *n.vals);
+    n.used = calloc(n.cap, 1);
+    if (!n.keys || !n.vals || !n.used) {
+        free(n.keys);
+        free(n.vals);
+        free(n.used);
+        return -1;
+    }
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->used[i]) {
+            size_t j = slot_of(&n, t->keys[i]);
+            n.used[j] = 1;
+            n.keys[j] = t->keys[i];
+            n.vals[j] = t->vals[i];
+            n.count++;
+        }
+    free(t->keys);
+    free(t->vals);
+    free(t->used);
+    *t = n;
+    return 0;
+}
+
+/* Pointer to key's value, inserted with `init` if missing; NULL if OOM. */
+static uint32_t *table_get(u64_table *t, uint64_t key, uint32_t init)
+{
+    if ((t->count + 1) * 2 > t->cap && table_grow(t))
+        return NULL;
+    size_t i = slot_of(t, key);
+    if (!t->used[i]) {
+        t->used[i] = 1;
+        t->keys[i] = key;
+        t->vals[i] = init;
+        t->count++;
+    }
+    return &t->vals[i];
+}
+
+static const uint32_t *table_find(const u64_table *t, uint64_t key)
+{
+    if (!t->cap)
+        return NULL;
+    size_t i = slot_of(t, key);
+    return t->used[i] ? &t->vals[i] : NULL;
+}
+
+static void table_free(u64_table *t)
+{
+    free(t->keys);
+    free(t->vals);
+    free(t->used);
+}
+
+/* Value of an 8-byte granule: first thread + 1 in the low 24 bits, then
+ * flags. */
+#define G_THREAD_MASK 0xFFFFFFu
+#define G_MULTI 0x1000000u
+#define G_WRITTEN 0x2000000u
+
+struct learn_points {
+    int races;
+    const char *binary;
+    u64_table shared; /* granules shared in some schedule (shared points) */
+    u64_table pcs;    /* the points' pcs */
+    uint64_t nraces;  /* race reports, summed over the schedules */
+};
+
+static int shared_access(const weft_event *ev)
+{
+    return weft_event_is_access(ev->kind) && !(ev->flags & WEFT_EVF_STACK) && ev->size;
+}
+
+static weft_trace *open_trace(const char *path)
+{
+    char err[512];
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    if (!t)
+        weft_error("%s", err);
+    return t;
+}
+
+static int trace_done(weft_trace *t, const char *path, int rc, int oom)
+{
+    if (rc < 0)
+        weft_error("%s: %s", path, weft_trace_error(t));
+    weft_trace_close(t);
+    if (oom)
+        weft_error("profiling: out of memory");
+    return oom || rc < 0 ? -1 : 0;
+}
+
+/* Add to `shared` the granules one trace shows shared. */
+static int mark_shared(const char *path, u64_table *shared)
+{
+    weft_trace *t = open_trace(path);
+    if (!t)
+        return -1;
+    u64_table g = {0};
+    weft_event ev;
+    int rc, oom = 0;
+    while (!oom && (rc = weft_trace_next(t, &ev)) == 1) {
+        if (!shared_access(&ev))
+            continue;
+        for (uint64_t a = ev.addr >> 3; a <= (ev.addr + ev.size - 1) >> 3; a++) {
+            uint32_t *v = table_get(&g, a, (ev.thread & G_THREAD_MASK) + 1);
+            if (!v) {
+                oom = 1;
+                break;
+            }
+            if ((*v & G_THREAD_MASK) != (ev.thread & G_THREAD_MASK) + 1)
+                *v |= G_MULTI;
+            if (weft_event_writes(ev.kind))
+                *v |= G_WRITTEN;
+        }
+    }
+    for (size_t i = 0; !oom && i < g.cap; i++)
+        if (g.used[i] && (g.vals[i] & G_MULTI) && (g.vals[i] & G_WRITTEN) &&
+            !table_get(shared, g.keys[i], 1))
+            oom = 1;
+    table_free(&g);
+    return trace_done(t, path, rc, oom);
+}
+
+/* Add to `pcs` the pcs of one trace's accesses to a shared granule. */
+static int collect_pcs(const char *path, const u64_table *shared, u64_table *pcs)
+{
+    weft_trace *t = open_trace(path);
+    if (!t)
+        return -1;
+    weft_event ev;
+    int rc, oom = 0;
+    while (!oom && (rc = weft_trace_next(t, &ev)) == 1) {
+        if (!shared_access(&ev))
+            continue;
+        for (uint64_t a = ev.addr >> 3; a <= (ev.addr + ev.size - 1) >> 3; a++)
+            if (table_find(shared, a)) {
+                oom = !table_get(pcs, ev.pc, 1);
+                break;
+            }
+    }
+    return trace_done(t, path, rc, oom);
+}
+
+/* Add to `pcs` the racy pcs of one trace. */
+static int collect_race_pcs(learn_points *p, const char *path)
+{
+    char err[512];
+    weft_races_config cfg = weft_races_config_default();
+    cfg.binary = p->binary && access(p->binary, R_OK) == 0 ? p->binary : NULL;
+    weft_races *d = weft_races_create(&cfg, err, sizeof err);
+    weft_trace *t = d ? weft_trace_open(path, err, sizeof err) : NULL;
+    if (!t || weft_races_analyze(d, t, err, sizeof err)) {
+        weft_error("profiling: races: %s", err);
+        if (t)
+            weft_trace_close(t);
+        weft_races_free(d);
+        return -1;
+    }
+    weft_trace_close(t);
+    const uint64_t *found;
+    size_t m = weft_races_pcs(d, &found);
+    int oom = 0;
+    for (size_t i = 0; !oom && i < m; i++)
+        oom = !table_get(&p->pcs, found[i], 1);
+    p->nraces += weft_races_count(d);
+    weft_races_free(d);
+    if (oom)
+        weft_error("profiling: out of memory");
+    return oom ? -1 : 0;
+}
+
+learn_points *learn_points_new(int races, const char *binary)
+{
+    learn_points *p = calloc(1, sizeof *p);
+    if (!p) {
+        weft_error("profiling: out of memory");
+        return NULL;
+    }
+    p->races = races;
+    p->binary = binary;
+    return p;
+}
+
+int learn_points_add(learn_points *p, const char *const *traces, size_t n, size_t *added)
+{
+    size_t before = p->pcs.count;
+    /* Every granule first, so that a pc of one schedule touching a granule
+     * only another schedule shows shared is kept. */
+    for (size_t i = 0; !p->races && i < n; i++)
+        if (mark_shared(traces[i], &p->shared))
+            return -1;
+    for (size_t i = 0; i < n; i++)
+        if (p->races ? collect_race_pcs(p, traces[i]) : collect_pcs(traces[i], &p->shared, &p->pcs))
+            return -1;
+    *added = p->pcs.count - before;
+    return 0;
+}
+
+uint64_t learn_points_pcs(const learn_points *p)
+{
+    return p->pcs.count;
+}
+
+uint64_t learn_points_found(const learn_points *p)
+{
+    return p->races ? p->nraces : p->shared.count;
+}
+
+int learn_points_write(const learn_points *p, const char *path)
+{
+    uint64_t *list = malloc((p->pcs.count ? p->pcs.count : 1) * sizeof *list);
+    if (!list) {
+        weft_error("profiling: out of memory");
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < p->pcs.cap; i++)
+        if (p->pcs.used[i])
+            list[n++] = p->pcs.keys[i];
+    char err[512];
+    int rc = weft_pcs_write(path, list, &n, err, sizeof err);
+    if (rc)
+        weft_error("%s", err);
+    free(list);
+    return rc;
+}
+
+void learn_points_free(learn_points *p)
+{
+    if (!p)
+        return;
+    table_free(&p->shared);
+    table_free(&p->pcs);
+    free(p);
+}
