@@ -7,6 +7,9 @@
  *  - R runs under sched=random, seeds 0..R-1, with those points give the
  *    step budget k (the most steps a run took) and the thread count n. */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +22,19 @@
 #include "weft/replay.h"
 #include "weft/trace.h"
 
+/* In a child of a parallel round: its parent says it was interrupted. */
+static int in_round_child;
+/* The SIGINT or SIGTERM that interrupted profiling, or 0. */
+static int profile_interrupted;
+
 /* Run the guest under the tracer with these plugin args, stdout and stderr
- * into files (as in replays). */
-static int profile_run(const replay_config *c, const char *args, const char *trace, const char *dir,
-                       guest_result *r, uint32_t *flags)
+ * into files STEM.stdout and STEM.stderr (as in replays). */
+static int profile_run(const replay_config *c, const char *args, const char *trace,
+                       const char *stem, guest_result *r, uint32_t *flags)
 {
-    char out[PATH_MAX + 32], errf[PATH_MAX + 32];
-    snprintf(out, sizeof out, "%s/profile.stdout", dir);
-    snprintf(errf, sizeof errf, "%s/profile.stderr", dir);
+    char out[PATH_MAX + 64], errf[PATH_MAX + 64];
+    snprintf(out, sizeof out, "%s.stdout", stem);
+    snprintf(errf, sizeof errf, "%s.stderr", stem);
     guest_run run = c->run;
     run.plugin_args = args;
     run.timeout_s = c->timeout;
@@ -36,7 +44,7 @@ static int profile_run(const replay_config *c, const char *args, const char *tra
     int so = dup(1), se = dup(2);
     FILE *fo = fopen(out, "w"), *fe = fopen(errf, "w");
     if (so < 0 || se < 0 || !fo || !fe) {
-        weft_error("%s: %s", dir, strerror(errno));
+        weft_error("%s: %s", stem, strerror(errno));
         return -1;
     }
     dup2(fileno(fo), 1);
@@ -53,6 +61,10 @@ static int profile_run(const replay_config *c, const char *args, const char *tra
     if (rc != 0 || r->end == GUEST_INTERRUPTED) {
         if (rc != 0)
             weft_error("profiling run failed (its stderr is in %s)", errf);
+        else if (!in_round_child) {
+            profile_interrupted = r->status;
+            weft_error("interrupted while profiling");
+        }
         return -1;
     }
     /* A run killed at the time limit still has its trace: what it did
@@ -120,17 +132,28 @@ static const char *outcome(const guest_result *r, uint32_t flags, char *buf, siz
     return buf;
 }
 
+/* What one profiling run counted (a child of a parallel round sends it to
+ * its parent through a pipe). */
+typedef struct run_counts {
+    int rc; /* 0, or -1 after one line */
+    int estimated;
+    uint64_t steps, threads;
+    char note[64];
+} run_counts;
+
 /* One profiling run under the random policy with seed `seed` and the
  * campaign's points (learning: the points learnt so far; the first round:
  * the visible operations alone, its trace cut at 64 MB), its trace at
- * `trace`: its steps and threads (from the plugin's record, or counted
- * from its trace when it died before writing one). */
-static int profile_counts(const replay_config *c, uint64_t seed, const char *dir, const char *trace,
-                          int first, uint64_t *steps, uint64_t *threads, int *estimated, char *note,
-                          size_t notelen)
+ * `trace`, its other files at STEM.*: its steps and threads (from the
+ * plugin's record, or counted from its trace when it died before writing
+ * one). */
+static void profile_counts(const replay_config *c, uint64_t seed, const char *stem,
+                           const char *trace, int first, run_counts *out)
 {
-    char record[PATH_MAX + 32], args[PATH_MAX * 4];
-    snprintf(record, sizeof record, "%s/profile.json", dir);
+    char record[PATH_MAX + 64], args[PATH_MAX * 4];
+    memset(out, 0, sizeof *out);
+    out->rc = -1;
+    snprintf(record, sizeof record, "%s.json", stem);
     unlink(record);
     replay_config p = *c;
     p.kind = PCT_KIND_RANDOM;
@@ -143,42 +166,43 @@ static int profile_counts(const replay_config *c, uint64_t seed, const char *dir
         p.pcs_path[0] = 0;
     }
     if (replay_plugin_args(&p, seed, args, sizeof args))
-        return -1;
+        return;
     size_t al = strlen(args);
-    /* The first 64 MB of events (about ten million) are enough to see
-     * the shared addresses: a real program's first round costs a fraction
-     * of one of its schedules, and a guest that spins for the whole time
-     * limit does not write gigabytes here. Later rounds count steps and
-     * run whole. */
-    if (first)
-        al += (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu", 64ull << 20);
+    /* The first ten million events or so are enough to see the shared
+     * addresses: the first round's runs stop after 64 MB of trace, so that
+     * a real program's first round costs a fraction of one of its
+     * schedules and a guest that spins for the whole time limit does not
+     * write gigabytes here. Later rounds count steps, so their runs go on
+     * to the end, recording no more after ten million events. */
+    al += first ? (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu", 64ull << 20)
+                : (size_t)snprintf(args + al, sizeof args - al, ",maxev=%llu", 10000000ull);
     snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
     guest_result r;
     uint32_t flags = 0;
-    if (profile_run(c, args, trace, dir, &r, &flags))
-        return -1;
+    if (profile_run(c, args, trace, stem, &r, &flags))
+        return;
     json_t *rec = r.end == GUEST_TIMED_OUT ? NULL : json_load_file(record, 0, NULL);
     unlink(record);
-    *estimated = !rec;
+    out->estimated = !rec;
     if (rec) {
-        *steps = (uint64_t)json_integer_value(json_object_get(rec, "steps"));
-        *threads = (uint64_t)json_integer_value(json_object_get(rec, "threads"));
+        out->steps = (uint64_t)json_integer_value(json_object_get(rec, "steps"));
+        out->threads = (uint64_t)json_integer_value(json_object_get(rec, "threads"));
         json_decref(rec);
-    } else if (estimate_steps(c, trace, steps, threads)) {
-        return -1;
+    } else if (estimate_steps(c, trace, &out->steps, &out->threads)) {
+        return;
     }
-    outcome(&r, flags, note, notelen);
-    return 0;
+    outcome(&r, flags, out->note, sizeof out->note);
+    out->rc = 0;
 }
 
 /* One round of profiling runs (seeds 0..R-1) and what they counted. */
 typedef struct profile_round {
     uint64_t runs, kmax, nmax;
     char seen[256];
-    size_t sl;
     int estimated;
     char note[64];
-    char **traces; /* [runs], under the profiling folder */
+    char **traces;      /* [runs], under the profiling folder */
+    run_counts *counts; /* [runs] */
 } profile_round;
 
 static void round_free(profile_round *pr, const replay_config *c, int round)
@@ -192,7 +216,111 @@ static void round_free(profile_round *pr, const replay_config *c, int round)
         free(pr->traces[s]);
     }
     free(pr->traces);
+    free(pr->counts);
     pr->traces = NULL;
+    pr->counts = NULL;
+}
+
+static volatile sig_atomic_t round_signal;
+static pid_t round_pids[64];
+
+/* SIGINT or SIGTERM while a parallel round runs: pass it to the runs (each
+ * ends its qemu and its trace as a run of its own would), then stop. */
+static void on_round_signal(int sig)
+{
+    round_signal = sig;
+    for (size_t i = 0; i < sizeof round_pids / sizeof *round_pids; i++)
+        if (round_pids[i] > 0)
+            kill(round_pids[i], sig);
+}
+
+/* Run seed s in a child that sends its counts through a pipe. */
+static pid_t round_start(const replay_config *c, uint64_t s, const char *stem, const char *trace,
+                         int first, int *fd)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC))
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        in_round_child = 1;
+        close(pfd[0]);
+        run_counts rc;
+        profile_counts(c, s, stem, trace, first, &rc);
+        _exit(weft_write_all(pfd[1], &rc, sizeof rc) ? 1 : 0);
+    }
+    close(pfd[1]);
+    if (pid < 0) {
+        close(pfd[0]);
+        return -1;
+    }
+    *fd = pfd[0];
+    return pid;
+}
+
+/* The round's runs, `jobs` at a time in children of this process. */
+static int round_parallel(const replay_config *c, const char *dir, int round, int first,
+                          profile_round *pr, unsigned jobs)
+{
+    int fds[64];
+    uint64_t seed_of[64];
+    unsigned live = 0;
+    uint64_t next = 0;
+    int failed = 0;
+    round_signal = 0;
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_round_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    while (next < pr->runs || live) {
+        while (!failed && !round_signal && next < pr->runs && live < jobs) {
+            char stem[PATH_MAX + 32];
+            snprintf(stem, sizeof stem, "%s/profile-%d-%" PRIu64, dir, round, next);
+            unsigned slot = 0;
+            while (round_pids[slot] > 0)
+                slot++;
+            round_pids[slot] = round_start(c, next, stem, pr->traces[next], first, &fds[slot]);
+            if (round_pids[slot] < 0) {
+                weft_error("profiling: cannot start a run: %s", strerror(errno));
+                round_pids[slot] = 0;
+                failed = 1;
+                break;
+            }
+            seed_of[slot] = next++;
+            live++;
+        }
+        if (!live)
+            break;
+        int st;
+        pid_t pid = waitpid(-1, &st, 0);
+        if (pid < 0 && errno == EINTR)
+            continue;
+        unsigned slot = 0;
+        while (slot < jobs && round_pids[slot] != pid)
+            slot++;
+        if (pid < 0 || slot == jobs)
+            continue;
+        run_counts *rc = &pr->counts[seed_of[slot]];
+        if (read(fds[slot], rc, sizeof *rc) != (ssize_t)sizeof *rc)
+            rc->rc = -1;
+        close(fds[slot]);
+        round_pids[slot] = 0;
+        live--;
+        failed |= rc->rc != 0;
+        if (next >= pr->runs && !live)
+            break;
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (round_signal) {
+        profile_interrupted = round_signal;
+        weft_error("interrupted while profiling");
+    }
+    return failed || round_signal || next < pr->runs ? -1 : 0;
 }
 
 static int profile_round_run(const replay_config *c, const char *dir, int round, int first,
@@ -201,30 +329,43 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
     memset(pr, 0, sizeof *pr);
     pr->runs = c->profile_runs ? c->profile_runs : 1;
     pr->traces = calloc(pr->runs, sizeof *pr->traces);
-    if (!pr->traces) {
+    pr->counts = calloc(pr->runs, sizeof *pr->counts);
+    if (!pr->traces || !pr->counts) {
         weft_error("profiling: out of memory");
         return -1;
     }
-    for (uint64_t s = 0; s < pr->runs; s++) {
-        uint64_t steps = 0, threads = 0;
-        int estimated = 0;
-        char note[64];
+    for (uint64_t s = 0; s < pr->runs; s++)
         if (asprintf(&pr->traces[s], "%s/profile-%d-%" PRIu64 ".wtr", dir, round, s) < 0) {
             pr->traces[s] = NULL;
             weft_error("profiling: out of memory");
             return -1;
         }
-        if (profile_counts(c, s, dir, pr->traces[s], first, &steps, &threads, &estimated, note,
-                           sizeof note))
+    /* The runs of a round are independent: with --jobs they run side by
+     * side, as a campaign's seeds do. */
+    unsigned jobs = c->jobs < 64 ? c->jobs : 64;
+    if (jobs > 1 && pr->runs > 1) {
+        if (round_parallel(c, dir, round, first, pr, jobs))
             return -1;
-        if (note[0])
-            snprintf(pr->note, sizeof pr->note, "%s", note);
-        pr->estimated |= estimated;
-        pr->kmax = steps > pr->kmax ? steps : pr->kmax;
-        pr->nmax = threads > pr->nmax ? threads : pr->nmax;
-        if (pr->sl < sizeof pr->seen - 24)
-            pr->sl += (size_t)snprintf(pr->seen + pr->sl, sizeof pr->seen - pr->sl, "%s%" PRIu64,
-                                       s ? ", " : "", steps);
+    } else {
+        for (uint64_t s = 0; s < pr->runs; s++) {
+            char stem[PATH_MAX + 32];
+            snprintf(stem, sizeof stem, "%s/profile-%d-%" PRIu64, dir, round, s);
+            profile_counts(c, s, stem, pr->traces[s], first, &pr->counts[s]);
+            if (pr->counts[s].rc)
+                return -1;
+        }
+    }
+    size_t sl = 0;
+    for (uint64_t s = 0; s < pr->runs; s++) {
+        const run_counts *rc = &pr->counts[s];
+        if (rc->note[0])
+            snprintf(pr->note, sizeof pr->note, "%s", rc->note);
+        pr->estimated |= rc->estimated;
+        pr->kmax = rc->steps > pr->kmax ? rc->steps : pr->kmax;
+        pr->nmax = rc->threads > pr->nmax ? rc->threads : pr->nmax;
+        if (sl < sizeof pr->seen - 24)
+            sl += (size_t)snprintf(pr->seen + sl, sizeof pr->seen - sl, "%s%" PRIu64, s ? ", " : "",
+                                   rc->steps);
     }
     return 0;
 }
@@ -300,7 +441,7 @@ static int profile_learn(replay_config *c, const char *dir)
     return rc;
 }
 
-int replay_profile(replay_config *c)
+static int profile(replay_config *c)
 {
     char dir[PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/tmp", c->out_dir);
@@ -317,4 +458,11 @@ int replay_profile(replay_config *c)
     if (!rc)
         take_k_n(c, &pr, 1, t0);
     return rc;
+}
+
+int replay_profile(replay_config *c)
+{
+    profile_interrupted = 0;
+    int rc = profile(c);
+    return rc && profile_interrupted ? 128 + profile_interrupted : rc;
 }

@@ -123,6 +123,7 @@ static int bounded_seeds(replay_config *c, pct_config *cfg)
 
 int replay_start(replay_config *c, const char *out, replay_shard *sh)
 {
+    int rc;
     /* The program first: a bad one leaves no output folder behind. */
     if (guest_check_binary(c->run.binary, c->run.sysroot))
         return WEFT_EXIT_FAIL;
@@ -140,8 +141,8 @@ int replay_start(replay_config *c, const char *out, replay_shard *sh)
         return WEFT_EXIT_USAGE;
     if (!c->resume ||
         ((c->points == POINTS_SHARED || c->points == POINTS_VISIBLE) && !c->pcs_path[0]))
-        if (replay_profile(c))
-            return WEFT_EXIT_FAIL;
+        if ((rc = replay_profile(c)))
+            return rc > 0 ? rc : WEFT_EXIT_FAIL;
     if (c->portfolio)
         return replay_portfolio(c);
     fit_to_k(c);

@@ -9,7 +9,7 @@
 #   - the trace's size and bytes per event;
 #   - whether the compressed output is byte-identical to plain qemu's;
 #   - whether two exact traces of the same command are byte-identical;
-#   - what a replay campaign costs: profiling (its free trace and profiling
+#   - what a replay campaign costs: profiling (its rounds of profiling
 #     runs) and one PCT run, against one plain run.
 # The table is rewritten after every program (results/bench-real.md), so an
 # interrupted run keeps what it measured.
@@ -73,8 +73,9 @@ write_table() {
     echo "writes, what the optimizer and replay's profiling need); \`exact\`: \`--mode exact\`."
     echo "Output: the compressed bytes of every weft run compared with plain qemu's."
     echo "exact twice: two exact traces of the same command, byte for byte. Replay:"
-    echo "\`weft replay --sched pct --runs 1\`: its profiling (a free trace and 3 runs) and the"
-    echo "one PCT run, against one plain run."
+    echo "\`weft replay --sched pct --runs 1\`: its profiling (rounds of 3 random schedules until"
+    echo "the points settle; the first round's runs stop at 64 MB of events) and the one PCT run,"
+    echo "against one plain run. SKIP_EXACT=${SKIP_EXACT:-}, SKIP_REPLAY=${SKIP_REPLAY:-} (1: not measured, -)."
     echo
     echo "| program | plain s | free s (×) | sync+w s (×) | exact s (×) | events | bytes/event | output | exact twice | replay: profiling s (×) | replay: PCT run s (×) |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|"

@@ -42,6 +42,14 @@ wait_for() {
   done
   return 1
 }
+# wait_for_match DIR REGEX: until a file of DIR matches REGEX (at most 120 s).
+wait_for_match() {
+  for _ in $(seq 1200); do
+    ls "$1" 2>/dev/null | grep -q "$2" && return 0
+    sleep 0.1
+  done
+  return 1
+}
 no_qemu() { ! pgrep -f "qemu-aarch6[4].*$work" >/dev/null; }
 # no_qemu_within S: no qemu of this test is left after at most S seconds.
 no_qemu_within() {
@@ -127,6 +135,28 @@ finish_bg "$pid" "$pid_timer"
 check "SIGKILL: qemu gone within 5 s" no_qemu_within 5
 check "SIGKILL: no trace at the path" test ! -e "$work/kill.wtr"
 rm -f "$work"/kill.wtr*
+
+# ---- SIGTERM and SIGINT to weft replay while it profiles ------------------------------
+# parallel8 with 10^7 passes runs for hours: its profiling rounds (two runs
+# side by side with --jobs 2, or one after the other) never end by
+# themselves. The signal ends them at once, with one line, 128+signal, and
+# no qemu left.
+for case in "TERM 2" "INT 1"; do
+  read -r sig jobs <<<"$case"
+  num=$(kill -l "$sig")
+  start pid "$WEFT" replay --sched pct --runs 1 --jobs "$jobs" --timeout 100 \
+    -o "$work/prof-$sig" -- "$WEFT_FIXTURES/parallel8" 10000000
+  check "profiling, SIG$sig, --jobs $jobs: the guests are running" \
+    wait_for_match "$work/prof-$sig/tmp" 'profile-[0-9]*-[0-9]*\.wtr'
+  sleep 1
+  kill -"$sig" "$pid"
+  finish_bg "$pid" "$pid_timer"
+  check "profiling, SIG$sig: exit 128+$num (got $st)" test "$st" = $((128 + num))
+  check "profiling, SIG$sig: ends within 20 s (took ${took}s)" awk -v t="$took" 'BEGIN { exit !(t < 20) }'
+  check "profiling, SIG$sig: says so in one line" \
+    test "$(grep -c "^weft: interrupted while profiling$" "$work/err")" = 1
+  check "profiling, SIG$sig: no qemu left" no_qemu_within 5
+done
 
 # ---- atomic replacement -------------------------------------------------------------
 # kill_at NAME SIGNAL TARGET REFERENCE SECONDS CMD...: with TARGET holding

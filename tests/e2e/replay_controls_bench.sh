@@ -65,7 +65,7 @@ check "db --bound 1: each run names its schedule" \
 # operations alone as points takes (the owner runs from the thread's
 # creation to its join). Later rounds, with the shared pcs as points, take
 # it, and that store becomes a point.
-run_status st "$WEFT" replay --sched random --runs 1 --save-trace --timeout 60 \
+run_status st "$WEFT" replay --sched random --runs 1 --jobs 2 --save-trace --timeout 60 \
   --output "$work/ws" -- "$b/work_stealing" >"$work/ws.log" 2>&1
 check "work_stealing: profiling learnt in more than two rounds" \
   grep -Eq "^weft: profiling: .*learnt.* \(([3-9]|[1-9][0-9]+) rounds" "$work/ws.log"
@@ -76,4 +76,10 @@ store="$(cat "$work"/ws/profile-*.csv | awk -F, '$4 == "write" && $8 == "top" &&
   sed 's/^0x//' | sort -u)"
 check "work_stealing: a kept profiling schedule has the thief's store to top" test -n "$store"
 check "work_stealing: that store is a point" grep -qx "$store" "$work/ws/points.pcs"
+# A round's runs side by side (--jobs 2) or one after the other: the same.
+run_status st "$WEFT" replay --sched random --runs 1 --jobs 1 --timeout 60 \
+  --output "$work/ws1" -- "$b/work_stealing" >"$work/ws1.log" 2>&1
+check "work_stealing: the same points with --jobs 1 and 2" cmp -s "$work/ws/points.pcs" "$work/ws1/points.pcs"
+check "work_stealing: the same k and n with --jobs 1 and 2" \
+  test "$(jq -c '[.k, .n]' "$work/ws/campaign.json")" = "$(jq -c '[.k, .n]' "$work/ws1/campaign.json")"
 finish

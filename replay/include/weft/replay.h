@@ -142,8 +142,8 @@ void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size
  * races, rounds of c->profile_runs runs under sched=random (seeds 0..R-1)
  * learn the points' pcs into c->pcs_path until a round adds none; k and n
  * (unless given) are the largest steps and threads of the last round, whose
- * runs used the final points. Prints what it learned. 0, or -1 after one
- * line. */
+ * runs used the final points. Prints what it learned. 0; -1 after one
+ * line; 128 + the signal after SIGINT or SIGTERM (one line). */
 int replay_profile(replay_config *c);
 
 /* ---- a campaign's folder (campaign_file.c) ---------------------------------- */
