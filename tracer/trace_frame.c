@@ -9,11 +9,30 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { S_TAG, S_THREAD, S_TIME, S_SIZE, S_FLAGS, S_ADDR, S_PC };
 /* Worst case bytes per record of each stream (they add up to REC_MAX). */
 static const uint8_t stream_max[FRAME_STREAMS] = {1, 5, 10, 1, 3, 10, 10};
 #define REC_P 0x80u /* version 2: pc, time step, size and flags as predicted */
+
+/* A table's 2^PRED_BITS entries are chunks of 2^PRED_CHUNK_BITS, each made
+ * zeroed the first time a record hashes into it, side by side in one
+ * mapping of fresh pages. A table of its own would be 2.6 MB that a short
+ * trace's few hundred pcs scatter over hundreds of pages, each a page
+ * fault: in a campaign's run that was a fifth of the run's time. */
+#define PRED_CHUNK_BITS 4
+#define PRED_CHUNK ((size_t)1 << PRED_CHUNK_BITS)
+#define PRED_CHUNKS ((size_t)1 << (PRED_BITS - PRED_CHUNK_BITS))
+#define PRED_ARENA_SIZE                                                                            \
+    (2 * PRED_CHUNKS * sizeof(trc_pred *) + 2 * ((size_t)1 << PRED_BITS) * sizeof(trc_pred))
+
+static trc_pred *pred_chunk(trc_frame *f, trc_pred **slot)
+{
+    *slot = (trc_pred *)(f->arena + f->arena_used);
+    f->arena_used += PRED_CHUNK * sizeof(trc_pred);
+    return *slot;
+}
 
 int trc_frame_init(trc_frame *f, uint32_t nslots)
 {
@@ -24,9 +43,15 @@ int trc_frame_init(trc_frame *f, uint32_t nslots)
     f->prev_pc = calloc(n, sizeof *f->prev_pc);
     f->prev_addr = calloc(n, sizeof *f->prev_addr);
     f->prev_time = calloc(n, sizeof *f->prev_time);
-    f->next = calloc((size_t)1 << PRED_BITS, sizeof *f->next);
-    f->addr = calloc((size_t)1 << PRED_BITS, sizeof *f->addr);
-    if (!f->slot_gen || !f->prev_pc || !f->prev_addr || !f->prev_time || !f->next || !f->addr) {
+    void *m =
+        mmap(NULL, PRED_ARENA_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) {
+        f->arena = m;
+        f->next = (trc_pred **)f->arena;
+        f->addr = f->next + PRED_CHUNKS;
+        f->arena_used = 2 * PRED_CHUNKS * sizeof(trc_pred *);
+    }
+    if (!f->slot_gen || !f->prev_pc || !f->prev_addr || !f->prev_time || !f->arena) {
         trc_frame_free(f);
         return -1;
     }
@@ -39,8 +64,8 @@ void trc_frame_free(trc_frame *f)
     free(f->prev_pc);
     free(f->prev_addr);
     free(f->prev_time);
-    free(f->next);
-    free(f->addr);
+    if (f->arena)
+        munmap(f->arena, PRED_ARENA_SIZE);
     free(f->s[0]);
     memset(f, 0, sizeof *f);
 }
@@ -52,8 +77,9 @@ void trc_frame_reset(trc_frame *f, uint64_t base_time)
     f->thread = 0;
     if (++f->gen == 0) {
         memset(f->slot_gen, 0, (f->nslots ? f->nslots : 1) * sizeof *f->slot_gen);
-        for (size_t i = 0; i < (size_t)1 << PRED_BITS; i++)
-            f->next[i].gen = f->addr[i].gen = 0;
+        for (size_t c = 0; c < 2 * PRED_CHUNKS; c++)
+            for (size_t i = 0; f->next[c] && i < PRED_CHUNK; i++)
+                f->next[c][i].gen = 0; /* f->addr is f->next + PRED_CHUNKS */
         f->gen = 1;
     }
 }
@@ -81,19 +107,24 @@ static inline uint32_t frame_slot(trc_frame *f, uint32_t thread)
     return thread;
 }
 
-static inline trc_pred *pred_at(trc_pred *tab, uint32_t thread, uint64_t pc, uint64_t mul)
+static inline trc_pred *pred_at(trc_frame *f, trc_pred **tab, uint32_t thread, uint64_t pc,
+                                uint64_t mul)
 {
-    return &tab[((pc * mul) ^ (thread * 0xc2b2ae3d27d4eb4full)) >> (64 - PRED_BITS)];
+    size_t i = ((pc * mul) ^ (thread * 0xc2b2ae3d27d4eb4full)) >> (64 - PRED_BITS);
+    trc_pred *c = tab[i >> PRED_CHUNK_BITS];
+    if (__builtin_expect(!c, 0))
+        c = pred_chunk(f, &tab[i >> PRED_CHUNK_BITS]);
+    return &c[i & (PRED_CHUNK - 1)];
 }
 
 static inline trc_pred *next_at(trc_frame *f, uint32_t t, uint64_t prev_pc)
 {
-    return pred_at(f->next, t, prev_pc, 0x9e3779b97f4a7c15ull);
+    return pred_at(f, f->next, t, prev_pc, 0x9e3779b97f4a7c15ull);
 }
 
 static inline trc_pred *addr_at(trc_frame *f, uint32_t t, uint64_t pc)
 {
-    return pred_at(f->addr, t, pc, 0xff51afd7ed558ccdull);
+    return pred_at(f, f->addr, t, pc, 0xff51afd7ed558ccdull);
 }
 
 static inline bool pred_valid(const trc_frame *f, const trc_pred *e, uint32_t t, uint64_t pc)

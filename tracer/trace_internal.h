@@ -270,7 +270,11 @@ typedef struct trc_frame {
     uint64_t *prev_pc, *prev_addr, *prev_time;
     uint64_t base_time;
     uint32_t thread; /* the previous record's */
-    trc_pred *next, *addr;
+    /* The two direct-mapped tables, each as chunks made on first use
+     * (trace_frame.c): chunk pointers, then the chunks, in one mapping. */
+    trc_pred **next, **addr;
+    uint8_t *arena;
+    size_t arena_used;
     /* streams: the encoder's buffers, or the decoder's cursors into one
      * decompressed frame */
     uint8_t *s[FRAME_STREAMS], *p[FRAME_STREAMS];
