@@ -302,6 +302,13 @@ static void keep(const char *from, const replay_config *c, uint64_t seed, const 
     char dir[PATH_MAX + 16], to[PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s/traces", c->out_dir);
     snprintf(to, sizeof to, "%s/seed-%" PRIu64 ".%s", dir, seed, ext);
+    /* The run's files were not fsynced (sync=0): what stays is, before it
+     * takes its name. */
+    int fd = open(from, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
     if (weft_mkdirs(dir) == 0 && rename(from, to) == 0 && kept)
         snprintf(kept, len, "traces/seed-%" PRIu64 ".%s", seed, ext);
 }
@@ -318,7 +325,9 @@ static int run_plain(const replay_config *c, uint64_t seed, const replay_run_fil
         return -2;
     }
     size_t al = strlen(args);
-    snprintf(args + al, sizeof args - al, ",out=%s,record=%s,switchlog=%s", files->trace,
+    /* sync=0: the trace is read or removed at once; keep() fsyncs the ones
+     * that stay. */
+    snprintf(args + al, sizeof args - al, ",sync=0,out=%s,record=%s,switchlog=%s", files->trace,
              files->record, files->switches);
     guest_run run = c->run;
     run.plugin_args = args;

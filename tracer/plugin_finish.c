@@ -142,6 +142,7 @@ int plugin_open_writer(char *err, size_t errlen)
     if (!g_plugin.writer)
         return -1;
     weft_trace_writer_set_limits(g_plugin.writer, g_plugin.cfg.max_bytes, g_plugin.cfg.min_free);
+    weft_trace_writer_set_durable(g_plugin.writer, !g_plugin.cfg.not_durable);
     return 0;
 }
 

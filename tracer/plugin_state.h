@@ -122,6 +122,7 @@ typedef struct plugin_config {
     uint64_t max_events;  /* stop recording after about this many events (0: no limit) */
     uint64_t max_bytes;   /* stop the run when the spool would pass this (0: no limit) */
     uint64_t min_free;    /* ... or when its file system has less free (0: never) */
+    int not_durable;      /* sync=0: the trace is not fsynced (a campaign's run) */
 } plugin_config;
 
 /* Replays: which plain accesses are schedule points. */

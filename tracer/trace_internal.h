@@ -372,7 +372,7 @@ void trc_index_free(trc_spool_index *ix);
 int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
                        const weft_trace_meta *meta, const trc_spool_index *ix,
                        const weft_trace_summary *summary, uint32_t add_flags, bool salvage,
-                       int32_t exit_status, char *err, size_t errlen);
+                       int32_t exit_status, bool durable, char *err, size_t errlen);
 
 /* ---- live buffers (trace_live.c) ---- */
 typedef struct trc_live {

@@ -276,6 +276,7 @@ typedef struct merge_out {
     int fd;
     trc_out o;
     block_out b;
+    bool durable; /* fsync the file and its folder (trace.h) */
 } merge_out;
 
 /* One decode batch per thread, carved from a single allocation; smaller for
@@ -429,7 +430,7 @@ static int out_commit(merge_out *w, char *err, size_t errlen)
 {
     trc_out *o = &w->o;
     trc_out_flush(o);
-    if (!o->err && fsync(w->fd) < 0)
+    if (!o->err && w->durable && fsync(w->fd) < 0)
         o->err = errno;
     if (close(w->fd) < 0 && !o->err)
         o->err = errno;
@@ -443,7 +444,8 @@ static int out_commit(merge_out *w, char *err, size_t errlen)
                    strerror(errno));
         return -1;
     }
-    fsync_dir_of(w->path);
+    if (w->durable)
+        fsync_dir_of(w->path);
     return 0;
 }
 
@@ -464,11 +466,11 @@ static void out_close(merge_out *w, bool failed)
 int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
                        const weft_trace_meta *meta, const trc_spool_index *ix,
                        const weft_trace_summary *summary, uint32_t add_flags, bool salvage,
-                       int32_t exit_status, char *err, size_t errlen)
+                       int32_t exit_status, bool durable, char *err, size_t errlen)
 {
     uint32_t nt = ix->nthreads;
     merge m = {spool_fd, spool_path, ix, err, errlen, NULL, NULL};
-    merge_out w = {.path = path, .fd = -1, .o = {.fd = -1}};
+    merge_out w = {.path = path, .fd = -1, .o = {.fd = -1}, .durable = durable};
     weft_trace_summary s = {0};
     ltree lt = {0};
     uint64_t nevents = 0;

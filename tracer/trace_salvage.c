@@ -152,7 +152,7 @@ int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_stat
     uint32_t flags = WEFT_TRACE_TRUNCATED | (extra_flags & ~WEFT_TRACE_COMPLETE);
     if (stopped)
         flags |= WEFT_TRACE_STOPPED;
-    rc = trc_merge_to_trace(path, fd, spool, &meta, &ix, NULL, flags, true, exit_status, err,
+    rc = trc_merge_to_trace(path, fd, spool, &meta, &ix, NULL, flags, true, exit_status, true, err,
                             errlen);
     if (rc == 0) {
         unlink(spool);

@@ -28,6 +28,7 @@ struct weft_trace_writer {
     trc_spool_index ix;
     trc_live live;
     uint64_t max_bytes, min_free, next_check, free_seen;
+    bool not_durable;
     int stopped; /* WEFT_TRACE_STOP_*, sticky */
     bool failed; /* sticky: the first error is reported by finish */
     char errmsg[512];
@@ -132,6 +133,11 @@ void weft_trace_writer_set_limits(weft_trace_writer *w, uint64_t max_bytes, uint
     w->min_free = min_free;
     w->next_check = 0; /* at the next append */
     pthread_mutex_unlock(&w->lock);
+}
+
+void weft_trace_writer_set_durable(weft_trace_writer *w, int durable)
+{
+    w->not_durable = !durable;
 }
 
 int weft_trace_writer_stopped(weft_trace_writer *w, uint64_t *free_bytes)
@@ -302,7 +308,7 @@ int weft_trace_writer_finish(weft_trace_writer *w, const weft_trace_summary *sum
         if (w->stopped)
             add |= WEFT_TRACE_STOPPED | WEFT_TRACE_TRUNCATED;
         rc = trc_merge_to_trace(w->path, w->fd, w->spool_path, &w->meta, &w->ix, summary, add,
-                                false, 0, err, errlen);
+                                false, 0, !w->not_durable, err, errlen);
         if (rc == 0) {
             unlink(w->spool_path);
             trc_live_close(&w->live, true);

@@ -250,6 +250,12 @@ void weft_trace_writer_set_limits(weft_trace_writer *w, uint64_t max_bytes, uint
 /* 0, or WEFT_TRACE_STOP_* once the writer stopped; *free_bytes (if not
  * NULL) gets the free space last seen. */
 int weft_trace_writer_stopped(weft_trace_writer *w, uint64_t *free_bytes);
+/* durable (the default): finish fsyncs the trace and its folder before and
+ * after the rename, so that a machine crash cannot leave a trace whose
+ * blocks never reached the disk. 0 for a trace its reader takes or
+ * removes at once on the same machine (a campaign's run: weft replay
+ * fsyncs the traces it keeps). */
+void weft_trace_writer_set_durable(weft_trace_writer *w, int durable);
 
 /* Drop the writer and its spool without producing a trace. */
 void weft_trace_writer_abort(weft_trace_writer *w);
