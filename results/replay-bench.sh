@@ -99,7 +99,7 @@ elapsed=$(($(date +%s) - start))
   echo "## Campaigns"
   echo
   echo "Each cell times a whole \`weft replay --sched pct --depth 2 --runs $runs --jobs J\`"
-  echo "command, profiling (a trace and three runs) included, with the fork server (*server*) or"
+  echo "command, profiling (its rounds of three runs) included, with the fork server (*server*) or"
   echo "with \`--no-fork-server\` (*plain*: a qemu per run, what weft did before). *sched/s* is"
   echo "$runs / that wall time; *wall/qemu* is the wall time per schedule over one plain"
   echo "\`qemu-aarch64\` run of the program (median of $((reps * 3))). Targets (issue 18): server ≥ 3× plain"
