@@ -31,6 +31,7 @@
  * and an empty line; the server
  * answers "pid P" then "status W" (waitpid's), or "error MESSAGE". weft
  * closing its end ends the server. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -221,12 +222,62 @@ static int prepare_policy(char *args, int catch_up, pct_config *cfg, pct_policy 
     return 0;
 }
 
-/* What stdin was at the snapshot: a regular file is reopened by each child
- * at this offset, so that no child's reads move another's. */
-static struct {
-    int regular, flags;
+/* The regular files open at the snapshot (the program's input, stdin when
+ * it is a file, qemu's own): an open file's offset is shared across fork,
+ * so each child reopens them at the snapshot's offsets, and no child's
+ * reads move another's (pigz, pbzip2 and xz open their input before their
+ * first thread: the second child found it at its end and compressed
+ * nothing). */
+typedef struct open_file {
+    int fd, flags, fdflags;
     off_t offset;
-} stdin_at_fork;
+} open_file;
+static open_file *files_at_fork;
+static size_t nfiles_at_fork;
+
+static void note_open_files(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return;
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        struct stat st;
+        if (*end || end == e->d_name || fd == dirfd(d) || fstat((int)fd, &st) != 0 ||
+            !S_ISREG(st.st_mode))
+            continue;
+        if (nfiles_at_fork == cap) {
+            cap = cap ? 2 * cap : 16;
+            open_file *n = realloc(files_at_fork, cap * sizeof *n);
+            if (!n)
+                break;
+            files_at_fork = n;
+        }
+        files_at_fork[nfiles_at_fork++] = (open_file){
+            (int)fd, fcntl((int)fd, F_GETFL), fcntl((int)fd, F_GETFD), lseek((int)fd, 0, SEEK_CUR)};
+    }
+    closedir(d);
+}
+
+static void take_open_files(void)
+{
+    for (size_t i = 0; i < nfiles_at_fork; i++) {
+        const open_file *o = &files_at_fork[i];
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", o->fd);
+        int f = open(path, (o->flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_CLOEXEC);
+        if (f < 0 || (o->offset >= 0 && lseek(f, o->offset, SEEK_SET) < 0) || dup2(f, o->fd) < 0 ||
+            fcntl(o->fd, F_SETFD, o->fdflags) < 0) {
+            fprintf(stderr, "weft-tracer: reopening file %d of the program: %s\n", o->fd,
+                    strerror(errno));
+            _exit(1);
+        }
+        close(f);
+    }
+}
 
 /* The guest's stream `fd` goes to `path`, after what weft put there (what
  * the prefix wrote to it). */
@@ -240,25 +291,13 @@ static void take_stream(int fd, const char *path)
     close(f);
 }
 
-static void take_stdin(void)
-{
-    if (!stdin_at_fork.regular)
-        return;
-    int f = open("/proc/self/fd/0", (stdin_at_fork.flags & O_ACCMODE) | O_CLOEXEC);
-    if (f < 0 || lseek(f, stdin_at_fork.offset, SEEK_SET) < 0 || dup2(f, 0) < 0) {
-        fprintf(stderr, "weft-tracer: stdin: %s\n", strerror(errno));
-        _exit(1);
-    }
-    close(f);
-}
-
 /* In the child: become the run of one seed. Returns to run the clone. */
 static void become_child(const request *rq, const pct_config *cfg, pct_policy *policy,
                          const sigset_t *mask)
 {
     server_state *s = &g_plugin.server;
     sigprocmask(SIG_SETMASK, mask, NULL);
-    take_stdin();
+    take_open_files();
     take_stream(1, rq->stdout_path);
     take_stream(2, rq->stderr_path);
     char err[512];
@@ -355,10 +394,7 @@ static void serve(vcpu_state *v)
         decline("has more than one thread at its first clone");
     if (weft_platform_journal_overflowed(g_plugin.platform))
         decline("makes more than 1000000 policy calls before its first thread");
-    struct stat st;
-    stdin_at_fork.regular = fstat(0, &st) == 0 && S_ISREG(st.st_mode);
-    stdin_at_fork.offset = stdin_at_fork.regular ? lseek(0, 0, SEEK_CUR) : 0;
-    stdin_at_fork.flags = stdin_at_fork.regular ? fcntl(0, F_GETFL) : 0;
+    note_open_files();
     /* A child's exit must not become a guest signal pending in the next
      * child, nor a vanished weft a SIGPIPE for the guest: both stay blocked
      * here, and each child gets the guest's mask back. */

@@ -24,6 +24,19 @@ check "trace names the binary" grep -q "binary .*usr/bin/pigz (build-id" "$work/
 run_status st "$WEFT" trace -q --mode exact --sysroot "$WEFT_SYSROOT" -o "$work/e.wtr" -- "$pigz" -p 4 -c "$work/in.txt" >"$work/exact.gz"
 check "exact pigz exits 0 (status $st)" test "$st" = 0
 check "exact output equals plain output" cmp -s "$work/plain.gz" "$work/exact.gz"
+# A campaign under the fork server: pigz opens its input before its first
+# thread, and an open file's offset is shared across fork; each child must
+# read the whole input, not find it at the end where the last child left it.
+# (pigz reads its first blocks before its first thread: the input must be
+# larger than those.)
+head -c 450000 /dev/urandom | base64 >"$work/big.txt"
+run_status st "$WEFT" replay --sched pct --runs 3 --jobs 1 --timeout 120 --sysroot "$WEFT_SYSROOT" \
+  -o "$work/camp" -- "$pigz" -p 4 -c "$work/big.txt" </dev/null >"$work/camp.log" 2>&1
+check "pigz campaign: 3 runs, all pass (status $st)" \
+  test "$(jq -r .verdict "$work/camp/runs.jsonl" | sort | uniq -c | tr -s ' ')" = " 3 pass"
+check "pigz campaign: ran under a fork server" bash -c "! grep -q 'one qemu per run' '$work/camp.log'"
+lo="$(jq -s 'map(.steps) | min' "$work/camp/runs.jsonl")" hi="$(jq -s 'map(.steps) | max' "$work/camp/runs.jsonl")"
+check "pigz campaign: every child compressed the whole input (steps $lo..$hi)" test "$((lo * 2))" -ge "$hi"
 run_status st "$WEFT" trace -q -o "$work/x.wtr" -- "$pigz" -c "$work/in.txt" 2>"$work/err" >/dev/null
 check "without --sysroot: exit 1" test "$st" = 1
 check "without --sysroot: says what is missing" grep -q "dynamically linked (needs /lib/ld-linux-aarch64.so.1): pass --sysroot" "$work/err"
