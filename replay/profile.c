@@ -137,18 +137,24 @@ static const char *outcome(const guest_result *r, uint32_t flags, char *buf, siz
 typedef struct run_counts {
     int rc; /* 0, or -1 after one line */
     int estimated;
+    int capped; /* a learning run stopped at its trace's size limit */
     uint64_t steps, threads;
     char note[64];
 } run_counts;
 
+/* What a round's runs are for (bits). */
+enum {
+    ROUND_FIRST = 1, /* the visible operations alone are points (no pcs learnt yet) */
+    ROUND_LEARN = 2  /* learning: stop each run at 64 MB of trace */
+};
+
 /* One profiling run under the random policy with seed `seed` and the
- * campaign's points (learning: the points learnt so far; the first round:
- * the visible operations alone, its trace cut at 64 MB), its trace at
- * `trace`, its other files at STEM.*: its steps and threads (from the
- * plugin's record, or counted from its trace when it died before writing
- * one). */
+ * campaign's points (the points learnt so far; ROUND_FIRST: the visible
+ * operations alone), its trace at `trace`, its other files at STEM.*: its
+ * steps and threads (from the plugin's record, or counted from its trace
+ * when it died before writing one). */
 static void profile_counts(const replay_config *c, uint64_t seed, const char *stem,
-                           const char *trace, int first, run_counts *out)
+                           const char *trace, unsigned how, run_counts *out)
 {
     char record[PATH_MAX + 64], args[PATH_MAX * 4];
     memset(out, 0, sizeof *out);
@@ -161,7 +167,7 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
     p.n = 0;
     p.starvation = -1;
     p.host_parallel = 0;
-    if (first) {
+    if (how & ROUND_FIRST) {
         p.points = POINTS_VISIBLE;
         p.pcs_path[0] = 0;
     }
@@ -169,21 +175,25 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
         return;
     size_t al = strlen(args);
     /* The first ten million events or so are enough to see the shared
-     * addresses: the first round's runs stop after 64 MB of trace, so that
-     * a real program's first round costs a fraction of one of its
-     * schedules and a guest that spins for the whole time limit does not
-     * write gigabytes here. Later rounds count steps, so their runs go on
-     * to the end, recording no more after ten million events. */
-    al += first ? (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu", 64ull << 20)
-                : (size_t)snprintf(args + al, sizeof args - al, ",maxev=%llu", 10000000ull);
+     * addresses: a learning run stops after 64 MB of trace, so that a real
+     * program's learning costs a fraction of one of its schedules and a
+     * guest that spins for the whole time limit does not write gigabytes
+     * here. A run that counts steps goes on to the end, recording no more
+     * after ten million events. */
+    al += how & ROUND_LEARN
+              ? (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu", 64ull << 20)
+              : (size_t)snprintf(args + al, sizeof args - al, ",maxev=%llu", 10000000ull);
     snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
     guest_result r;
     uint32_t flags = 0;
     if (profile_run(c, args, trace, stem, &r, &flags))
         return;
+    /* Stopped at the limit: its counts are not a whole run's, and its
+     * status (124) is weft's, not the program's. */
+    out->capped = (how & ROUND_LEARN) && (flags & WEFT_TRACE_STOPPED);
     json_t *rec = r.end == GUEST_TIMED_OUT ? NULL : json_load_file(record, 0, NULL);
     unlink(record);
-    out->estimated = !rec;
+    out->estimated = !rec && !out->capped;
     if (rec) {
         out->steps = (uint64_t)json_integer_value(json_object_get(rec, "steps"));
         out->threads = (uint64_t)json_integer_value(json_object_get(rec, "threads"));
@@ -191,7 +201,8 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
     } else if (estimate_steps(c, trace, &out->steps, &out->threads)) {
         return;
     }
-    outcome(&r, flags, out->note, sizeof out->note);
+    if (!out->capped)
+        outcome(&r, flags, out->note, sizeof out->note);
     out->rc = 0;
 }
 
@@ -199,7 +210,7 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
 typedef struct profile_round {
     uint64_t runs, kmax, nmax;
     char seen[256];
-    int estimated;
+    int estimated, capped;
     char note[64];
     char **traces;      /* [runs], under the profiling folder */
     run_counts *counts; /* [runs] */
@@ -236,7 +247,7 @@ static void on_round_signal(int sig)
 
 /* Run seed s in a child that sends its counts through a pipe. */
 static pid_t round_start(const replay_config *c, uint64_t s, const char *stem, const char *trace,
-                         int first, int *fd)
+                         unsigned how, int *fd)
 {
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC))
@@ -250,7 +261,7 @@ static pid_t round_start(const replay_config *c, uint64_t s, const char *stem, c
         in_round_child = 1;
         close(pfd[0]);
         run_counts rc;
-        profile_counts(c, s, stem, trace, first, &rc);
+        profile_counts(c, s, stem, trace, how, &rc);
         _exit(weft_write_all(pfd[1], &rc, sizeof rc) ? 1 : 0);
     }
     close(pfd[1]);
@@ -263,7 +274,7 @@ static pid_t round_start(const replay_config *c, uint64_t s, const char *stem, c
 }
 
 /* The round's runs, `jobs` at a time in children of this process. */
-static int round_parallel(const replay_config *c, const char *dir, int round, int first,
+static int round_parallel(const replay_config *c, const char *dir, int round, unsigned how,
                           profile_round *pr, unsigned jobs)
 {
     int fds[64];
@@ -283,7 +294,7 @@ static int round_parallel(const replay_config *c, const char *dir, int round, in
             unsigned slot = 0;
             while (round_pids[slot] > 0)
                 slot++;
-            round_pids[slot] = round_start(c, next, stem, pr->traces[next], first, &fds[slot]);
+            round_pids[slot] = round_start(c, next, stem, pr->traces[next], how, &fds[slot]);
             if (round_pids[slot] < 0) {
                 weft_error("profiling: cannot start a run: %s", strerror(errno));
                 round_pids[slot] = 0;
@@ -323,7 +334,7 @@ static int round_parallel(const replay_config *c, const char *dir, int round, in
     return failed || round_signal || next < pr->runs ? -1 : 0;
 }
 
-static int profile_round_run(const replay_config *c, const char *dir, int round, int first,
+static int profile_round_run(const replay_config *c, const char *dir, int round, unsigned how,
                              profile_round *pr)
 {
     memset(pr, 0, sizeof *pr);
@@ -344,13 +355,13 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
      * side, as a campaign's seeds do. */
     unsigned jobs = c->jobs < 64 ? c->jobs : 64;
     if (jobs > 1 && pr->runs > 1) {
-        if (round_parallel(c, dir, round, first, pr, jobs))
+        if (round_parallel(c, dir, round, how, pr, jobs))
             return -1;
     } else {
         for (uint64_t s = 0; s < pr->runs; s++) {
             char stem[PATH_MAX + 32];
             snprintf(stem, sizeof stem, "%s/profile-%d-%" PRIu64, dir, round, s);
-            profile_counts(c, s, stem, pr->traces[s], first, &pr->counts[s]);
+            profile_counts(c, s, stem, pr->traces[s], how, &pr->counts[s]);
             if (pr->counts[s].rc)
                 return -1;
         }
@@ -361,6 +372,7 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
         if (rc->note[0])
             snprintf(pr->note, sizeof pr->note, "%s", rc->note);
         pr->estimated |= rc->estimated;
+        pr->capped |= rc->capped;
         pr->kmax = rc->steps > pr->kmax ? rc->steps : pr->kmax;
         pr->nmax = rc->threads > pr->nmax ? rc->threads : pr->nmax;
         if (sl < sizeof pr->seen - 24)
@@ -396,10 +408,13 @@ static void take_k_n(replay_config *c, const profile_round *pr, int rounds, doub
 
 /* The points (--points visible without a file, shared, races) learnt in
  * rounds: the first round's runs have the visible operations alone as
- * points, each later round's the pcs learnt so far; a round whose traces
- * add no pc ends the learning, and its counts give k and n (its runs used
- * the final points). A program whose points keep growing gets a last
- * round that only counts. */
+ * points, each later round's the pcs learnt so far, each run stopped at 64
+ * MB of trace; a round whose traces add no pc ends the learning, and its
+ * counts give k and n (its runs used the final points) unless a run was
+ * stopped at the limit: then one more round, of whole runs, counts. So a
+ * long program's profiling costs R of its schedules plus the learning's
+ * short runs. A program whose points keep growing gets a last round that
+ * only counts. */
 static int profile_learn(replay_config *c, const char *dir)
 {
     enum { MAX_LEARNING_ROUNDS = 4 };
@@ -409,19 +424,21 @@ static int profile_learn(replay_config *c, const char *dir)
     snprintf(c->pcs_path, sizeof c->pcs_path, "%s/points.pcs", c->out_dir);
     double t0 = weft_now_s();
     profile_round pr = {0};
-    int rc = -1, round;
+    int rc = -1, round, count_only = 0;
     for (round = 0;; round++) {
-        int learning = round < MAX_LEARNING_ROUNDS;
+        unsigned how = count_only ? 0 : ROUND_LEARN | (round == 0 ? ROUND_FIRST : 0);
         size_t added = 0;
-        if (profile_round_run(c, dir, round, round == 0, &pr) ||
-            (learning && learn_points_add(lp, (const char *const *)pr.traces, pr.runs, &added)) ||
-            (learning && learn_points_write(lp, c->pcs_path)))
+        if (profile_round_run(c, dir, round, how, &pr) ||
+            (!count_only &&
+             learn_points_add(lp, (const char *const *)pr.traces, pr.runs, &added)) ||
+            (!count_only && learn_points_write(lp, c->pcs_path)))
             break;
         round_free(&pr, c, round);
-        if (round > 0 && (!learning || !added)) {
+        if (count_only || (!added && !pr.capped)) {
             rc = 0;
             break;
         }
+        count_only = !added || round + 1 >= MAX_LEARNING_ROUNDS;
     }
     round_free(&pr, c, round);
     if (rc == 0) {

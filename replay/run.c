@@ -327,8 +327,9 @@ static int run_plain(const replay_config *c, uint64_t seed, const replay_run_fil
     size_t al = strlen(args);
     /* sync=0: the trace is read or removed at once; keep() fsyncs the ones
      * that stay. */
-    snprintf(args + al, sizeof args - al, ",sync=0,out=%s,record=%s,switchlog=%s", files->trace,
-             files->record, files->switches);
+    snprintf(args + al, sizeof args - al,
+             ",sync=0,maxsize=0,maxev=%llu,out=%s,record=%s,switchlog=%s", REPLAY_RUN_MAX_EVENTS,
+             files->trace, files->record, files->switches);
     guest_run run = c->run;
     run.plugin_args = args;
     run.timeout_s = c->timeout;

@@ -327,7 +327,8 @@ static int server_start(replay_server *s, const replay_config *c, unsigned slot,
         return 1;
     }
     size_t al = strlen(args);
-    snprintf(args + al, sizeof args - al, ",sync=0,server=%d:%d", server_fd(0), server_fd(1));
+    snprintf(args + al, sizeof args - al, ",sync=0,maxsize=0,maxev=%llu,server=%d:%d",
+             REPLAY_RUN_MAX_EVENTS, server_fd(0), server_fd(1));
     if (server_spawn(s, c, args, out, err, why, whylen))
         return 1;
     char line[512];

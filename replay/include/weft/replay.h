@@ -223,6 +223,12 @@ int replay_portfolio(replay_config *c);
  * runs.jsonl with --resume), `jobs` at a time. Returns weft's exit status. */
 int replay_campaign(replay_config *c);
 
+/* Events a replayed run records at most; the run goes on to its end, its
+ * trace flagged truncated. A size limit that stopped the run instead would
+ * turn a long program's every run into a failure (exit 124); 10^8 events
+ * are a few hundred MB of spool. */
+#define REPLAY_RUN_MAX_EVENTS 100000000ull
+
 /* ---- fork servers (server.c) ----------------------------------------- */
 
 /* Fork servers for campaigns of c's program (docs/replay.md, "The fork
