@@ -19,6 +19,17 @@ ok() { echo "ok   $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
 # check NAME CMD...: run CMD, record pass/fail
+# departed_seeds RUNS.JSONL...: the seeds whose runs report departures (a
+# gate gave up waiting under a host stall: such a run left the policy's order
+# and may not repeat by its seed, docs/replay.md).
+departed_seeds() {
+  jq -s -r '[.[] | select((.departures // 0) > 0) | .seed] | unique | join(" ")' "$@"
+}
+# runs_but "SEEDS" RUNS.JSONL: its lines without wall_s, the runs of SEEDS left out.
+runs_but() {
+  jq -c --arg d " $1 " 'select(.seed as $s | $d | contains(" \($s) ") | not) | del(.wall_s)' "$2"
+}
+
 check() {
   local name="$1"; shift
   if "$@"; then ok "$name"; else fail "$name"; fi

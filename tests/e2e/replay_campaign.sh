@@ -37,16 +37,12 @@ run_status st "$WEFT" replay --sched random --points shared --runs 60 --jobs 1 -
 # A run whose gate gave up waiting (a host stall under heavy load) left the
 # policy's order and says so (departures > 0): it may not repeat by seed
 # (docs/replay.md). Every other run must.
-departed="$(jq -s -r '[.[] | select((.departures // 0) > 0) | .seed] | join(" ")' \
-  "$work/a/runs.jsonl" "$work/b/runs.jsonl")"
-same_lines() { # FILE: its lines but wall_s, without the departed seeds
-  jq -ec --arg d " $departed " 'select(.seed as $s | $d | contains(" \($s) ") | not) | del(.wall_s)' "$1"
-}
+departed="$(departed_seeds "$work/a/runs.jsonl" "$work/b/runs.jsonl")"
 check "deterministic: same runs.jsonl with --jobs 1 and --jobs 2 (without wall_s; departed: ${departed:-none})" \
-  cmp <(same_lines "$work/a/runs.jsonl") <(same_lines "$work/b/runs.jsonl")
+  cmp <(runs_but "$departed" "$work/a/runs.jsonl") <(runs_but "$departed" "$work/b/runs.jsonl")
 check "deterministic: at most 5 of the 60 runs departed" test "$(wc -w <<<"$departed")" -le 5
 check "deterministic: the lines compared are the runs that did not depart" \
-  test "$(same_lines "$work/a/runs.jsonl" | wc -l)" = "$((60 - $(wc -w <<<"$departed")))"
+  test "$(runs_but "$departed" "$work/a/runs.jsonl" | wc -l)" = "$((60 - $(wc -w <<<"$departed")))"
 
 # The guaranteed bounds for the measured n and k.
 "$WEFT" replay --sched pct --depth 2 --points shared --runs 4 --output "$work/p" -- "$fx" >/dev/null 2>&1 || true
