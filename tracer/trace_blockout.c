@@ -124,10 +124,10 @@ static void *encoder_main(void *arg)
         if (b->tail == b->head)
             break;
         pthread_mutex_unlock(&b->lock);
-        encode(b, &b->slot[b->tail % RING_SLOTS]);
+        encode(b, &b->slot[b->tail % b->nslots]);
         pthread_mutex_lock(&b->lock);
         b->tail++;
-        if (b->merge_waits && b->head - b->tail <= RING_SLOTS / 2) {
+        if (b->merge_waits && b->head - b->tail <= b->nslots / 2) {
             b->merge_waits = false;
             pthread_cond_signal(&b->wake_merge);
         }
@@ -159,7 +159,8 @@ int block_out_start(block_out *b, trc_out *o, uint32_t nthreads, int level)
     } else if (trc_delta_init(&b->d, nthreads, false) < 0) {
         return -1;
     }
-    b->slot = malloc(RING_SLOTS * sizeof *b->slot);
+    b->nslots = level ? RING_SLOTS_FRAMES : RING_SLOTS_BLOCKS;
+    b->slot = malloc(b->nslots * sizeof *b->slot);
     if (!b->slot)
         return -1;
     if (pthread_mutex_init(&b->lock, NULL) != 0)
@@ -193,11 +194,11 @@ mblock *block_out_next(block_out *b)
     mblock *mb = &b->slot[0];
     if (b->threaded) {
         pthread_mutex_lock(&b->lock);
-        while (b->head - b->tail == RING_SLOTS) {
+        while (b->head - b->tail == b->nslots) {
             b->merge_waits = true;
             pthread_cond_wait(&b->wake_merge, &b->lock);
         }
-        mb = &b->slot[b->head % RING_SLOTS];
+        mb = &b->slot[b->head % b->nslots];
         pthread_mutex_unlock(&b->lock);
     }
     mb->n = 0;
@@ -213,7 +214,7 @@ void block_out_publish(block_out *b, mblock *mb)
     }
     pthread_mutex_lock(&b->lock);
     b->head++;
-    if (b->encoder_waits && b->head - b->tail >= RING_SLOTS / 2) {
+    if (b->encoder_waits && b->head - b->tail >= b->nslots / 2) {
         b->encoder_waits = false;
         pthread_cond_signal(&b->wake_encoder);
     }

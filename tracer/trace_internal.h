@@ -464,8 +464,12 @@ typedef struct mblock {
 
 /* Blocks in flight. A side that finds the ring full (or empty) sleeps until
  * half of it is free (or filled), so the threads wake each other once per
- * RING_SLOTS / 2 blocks at most, not once per block. */
-#define RING_SLOTS 8
+ * half ring at most, not once per block. Version 2 takes a whole frame's
+ * blocks before it encodes them in one go: a ring of two frames lets the
+ * merge fill the next frame while the encoder works on this one (with 8
+ * slots the two took turns, each idle half of finish's time). */
+#define RING_SLOTS_BLOCKS 8
+#define RING_SLOTS_FRAMES (2 * FRAME_EVENTS / BLOCK_EVENTS)
 
 typedef struct block_out {
     /* the encoder's side */
@@ -481,9 +485,10 @@ typedef struct block_out {
     uint8_t *raw, *zbuf;
     size_t zcap;
     void *zc; /* ZSTD_CCtx */
-    /* the ring: slot[i % RING_SLOTS] for i in [tail, head) are merged and
+    /* the ring: slot[i % nslots] for i in [tail, head) are merged and
      * not encoded yet */
     mblock *slot;
+    uint32_t nslots;
     uint64_t head, tail;
     bool done; /* the merge has published its last block */
     bool merge_waits, encoder_waits;
