@@ -40,9 +40,11 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
 static void tb_exec_bound(vcpu_state *v, void *udata)
 {
     /* The parent's first block after the first clone: qemu flushed before it. */
-    if (atomic_load_explicit(&g_plugin.tb_flush_pending, memory_order_relaxed) == v->pe)
+    int pending = atomic_load_explicit(&g_plugin.tb_flush_pending, memory_order_acquire);
+    if (pending == v->pe)
         atomic_store(&g_plugin.tb_flush_pending, -1);
-    int may_wait = plugin_may_wait_in_exec(v);
+    /* Nearly always nothing is pending: no call for that. */
+    int may_wait = pending < 0 || pending == v->pe || plugin_may_wait_in_exec(v);
     weft_platform *p = g_plugin.platform;
     if (!v->begun && may_wait) { /* at the block's start, as if the turn came before it */
         weft_platform_busy(p, v->pe, 1);
@@ -244,6 +246,15 @@ static int point_at(int exact, uint64_t pc, int near)
     }
 }
 
+/* Does anything look at plain loads? Recording them, a replay (its spin
+ * detection and POS watch them; a fork server's children are replays), or
+ * speculation's ordering check. Decided once: a block is translated once. */
+static int plugin_reads_observed(void)
+{
+    return (g_plugin.cfg.settings.record & WEFT_RECORD_READS) || g_plugin.sched.requested ||
+           g_plugin.server.on || g_plugin.spec.on;
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
@@ -263,6 +274,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     for (size_t i = 0; g_plugin.spec.on && !near && i < n; i++)
         near = spec_gated(qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, i)));
     int visible = sched_visible();
+    int reads = plugin_reads_observed();
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         if (qemu_plugin_insn_size(insn) != 4)
@@ -307,6 +319,10 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         if (gate) {
             ii->flags |= INSN_GATED;
             qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_gate, QEMU_PLUGIN_CB_NO_REGS, ii);
+        }
+        if (!(ii->flags & (INSN_STORE | INSN_ATOMIC | INSN_RMW)) && !reads) {
+            ii->flags |= INSN_UNOBSERVED; /* no callback at all: a fault's pc is a guess */
+            continue;
         }
         qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS,
                                          QEMU_PLUGIN_MEM_RW, ii);

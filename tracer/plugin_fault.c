@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,10 +44,47 @@ static vcpu_state *vcpu_of_this_thread(void)
     return NULL;
 }
 
-/* Async-signal-safe: plain stores into the thread's own buffer. */
-static void note_fault(vcpu_state *v, uintptr_t host_addr)
+/* Was the host fault a write? 1 yes, 0 no, -1 unknown. On an x86-64 host
+ * the page-fault error code says (bit 1); a guest store is a host store. */
+static int host_fault_is_write(const void *uc)
+{
+#if defined(__x86_64__) && defined(REG_ERR)
+    const ucontext_t *u = uc;
+    return u ? (u->uc_mcontext.gregs[REG_ERR] & 2) != 0 : -1;
+#else
+    (void)uc;
+    return -1;
+#endif
+}
+
+/* The faulting instruction: the block's first memory instruction after the
+ * last one whose callback ran. When loads without a callback (reads
+ * unobserved) lie between, the host's write bit decides: a write is the
+ * first store after them (stores are always observed: exact); a read is
+ * the first of them, exact unless the next one could read too. */
+static const insn_info *faulting_insn(const vcpu_state *v, int write, int *near)
 {
     const insn_info *c = v->last_ii ? v->last_ii->next : v->cur_tb ? v->cur_tb->first_mem : NULL;
+    *near = 0;
+    if (!c || !(c->flags & INSN_UNOBSERVED) || write < 0)
+        return c;
+    if (!write) {
+        const insn_info *n = c->next;
+        *near = n &&
+                ((n->flags & INSN_UNOBSERVED) || !(n->flags & INSN_STORE) || (n->flags & INSN_RMW));
+        return c;
+    }
+    const insn_info *s = c;
+    while (s && (s->flags & INSN_UNOBSERVED))
+        s = s->next;
+    return s ? s : c; /* no store follows: the error code disagrees, keep the first */
+}
+
+/* Async-signal-safe: plain stores into the thread's own buffer. */
+static void note_fault(vcpu_state *v, uintptr_t host_addr, const void *uc)
+{
+    int write = host_fault_is_write(uc), near;
+    const insn_info *c = faulting_insn(v, write, &near);
     if (!c || !atomic_load(&guest_base_known))
         return;
     weft_trace_buf *b = v->lb;
@@ -56,7 +94,9 @@ static void note_fault(vcpu_state *v, uintptr_t host_addr)
         .pc = c->pc,
         .thread = (uint32_t)v->pe,
         .kind = WEFT_EV_FAULT,
-        .flags = (c->flags & INSN_STORE) ? WEFT_EVF_FAULT_WRITE : 0,
+        .flags = (c->flags & INSN_STORE) ? WEFT_EVF_FAULT_WRITE
+                 : near                  ? WEFT_EVF_FAULT_NEAR
+                                         : 0,
     };
     b->fault_events = b->base + v->nbuf;
     __atomic_store_n(&b->fault_seq, atomic_fetch_add(&fault_seq, 1) + 1, __ATOMIC_RELEASE);
@@ -70,7 +110,7 @@ static void on_host_fault(int sig, siginfo_t *info, void *uc)
         getpid() == g_plugin.owner_pid) {
         vcpu_state *v = vcpu_of_this_thread();
         if (v)
-            note_fault(v, (uintptr_t)info->si_addr);
+            note_fault(v, (uintptr_t)info->si_addr, uc);
     }
     errno = saved;
     const struct sigaction *p = sig == SIGSEGV ? &prev_segv : &prev_bus;

@@ -36,12 +36,13 @@ typedef struct insn_info {
     const char *callee;     /* INSN_CALL: the synchronization function called */
 } insn_info;
 
-#define INSN_ATOMIC 0x1u  /* exclusive, acquire/release, LSE or CAS: always a gate */
-#define INSN_RMW 0x2u     /* LSE atomic or CAS: one read-modify-write event */
-#define INSN_SP_BASE 0x4u /* addressed from SP: the thread's own stack */
-#define INSN_GATED 0x8u   /* has a gate */
-#define INSN_STORE 0x10u  /* writes memory */
-#define INSN_CALL 0x20u   /* the program calls a synchronization function: a visible point */
+#define INSN_ATOMIC 0x1u      /* exclusive, acquire/release, LSE or CAS: always a gate */
+#define INSN_RMW 0x2u         /* LSE atomic or CAS: one read-modify-write event */
+#define INSN_SP_BASE 0x4u     /* addressed from SP: the thread's own stack */
+#define INSN_GATED 0x8u       /* has a gate */
+#define INSN_STORE 0x10u      /* writes memory */
+#define INSN_CALL 0x20u       /* the program calls a synchronization function: a visible point */
+#define INSN_UNOBSERVED 0x40u /* a plain load with no callback: nothing looks at reads */
 
 /* A translation block: its length, and its memory instructions in order. */
 typedef struct tb_info {

@@ -34,6 +34,21 @@ for mode in free exact; do
     grep -Eq "^ended +by signal 6 .*T1 syscall 131" <("$WEFT" info "$work/fail_abort.wtr")
 done
 
+# Without reads observed (--record sync+writes: loads get no callback) the
+# null store is still named exactly: the pointer's load before it had no
+# callback, and the host fault's write bit picks the store after it.
+for what in sync+writes sync; do
+  run_status st "$WEFT" trace --record "$what" --timeout 60 -o "$work/segv-$what.wtr" -- \
+    "$WEFT_FIXTURES/fail_segv" >"$work/out" 2>"$work/err"
+  "$WEFT" export --format csv -o "$work/segv-$what.csv" "$work/segv-$what.wtr"
+  last="$(last_of "$work/segv-$what.csv" 1)"
+  check "fail_segv/record $what: worker ends with its faulting write ($last)" \
+    test "$last" = "fault,0x0,worker"
+  check "fail_segv/record $what: info names the write, not a guess" \
+    grep -Eq "^ended +by signal 11 .*T1 faulting write of 0x0 at pc 0x[0-9a-f]+ \(worker" \
+    <("$WEFT" info "$work/segv-$what.wtr")
+done
+
 # A guest that spins forever stops at a small size limit, well before its
 # time limit, with one line saying why and a readable, flagged trace.
 run_status st "$WEFT" trace --timeout 100 --max-trace-size 8M -o "$work/spin.wtr" -- \
