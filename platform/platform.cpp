@@ -219,11 +219,12 @@ int weft_platform_thread_parent(weft_platform *p, int pe)
 }
 
 void weft_platform_futex_wait_enter(weft_platform *p, int pe, uint64_t uaddr, uint64_t cycles,
-                                    int host_tid)
+                                    int host_tid, int timed)
 {
     std::lock_guard<std::mutex> g(p->mu);
     Slot &s = p->slots[pe];
     s.futex = uaddr;
+    s.timed_wait = timed != 0;
     s.wait_at = cycles;
     s.woken = false;
     s.waker = -1;
@@ -388,7 +389,7 @@ int weft_platform_check_deadlock(weft_platform *p)
     unsigned blocked = 0;
     for (uint32_t q = 0; q < n; q++) {
         int st = p->slots[q].state.load();
-        if (st == BLOCKED)
+        if (st == BLOCKED && !p->slots[q].timed_wait)
             blocked++;
         else if (st != EXITED && st != FREE) {
             p->deadlock_seen = 0;

@@ -38,7 +38,8 @@ struct alignas(64) Slot {
     int host_tid = 0;
     uint64_t futex = 0, wait_at = 0, woken_at = 0, block_seq = 0;
     bool woken = false;
-    int waker = -1; // PE whose wake ended the last wait in the model, or -1
+    bool timed_wait = false; // the futex wait has a timeout: it ends by itself
+    int waker = -1;          // PE whose wake ended the last wait in the model, or -1
     std::atomic<uint64_t> last_probe_ns{0};
     // Replay: the arbiter lets this PE run, resuming at `grant_at` cycles.
     std::atomic<uint32_t> granted{0};

@@ -154,11 +154,14 @@ void plugin_at_exit(qemu_plugin_id_t id, void *udata)
 }
 
 /* Watches for the one situation no guest thread can report: every live
- * thread asleep in a futex nobody will wake. */
+ * thread asleep in a futex nobody will wake. A look costs a microsecond,
+ * and a deadlocked run waits for two looks that agree (a wake may be in
+ * flight at the first): at 50 ms apart that was a tenth of a second per
+ * deadlock, most of a campaign's time when deadlocks are its hits. */
 static void *watchdog(void *arg)
 {
     (void)arg;
-    struct timespec period = {0, 50 * 1000000L};
+    struct timespec period = {0, 5 * 1000000L};
     for (;;) {
         nanosleep(&period, NULL);
         if (!plugin_tracing_here() || atomic_load(&g_plugin.finished))

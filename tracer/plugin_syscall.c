@@ -134,7 +134,9 @@ static void futex_entry(vcpu_state *v, uint64_t pc)
             spec_on_access(v, SPEC_KERNEL_PC, 1, uaddr, 4, 0, v->sys_cycles);
         plugin_record(v, WEFT_EV_FUTEX_WAIT, v->sys_cycles, uaddr, pc, 0, 0);
         plugin_flush(v); /* a deadlock report needs this event on disk */
-        weft_platform_futex_wait_enter(p, v->pe, uaddr, v->sys_cycles, (int)gettid());
+        /* A timeout (argument 4, NULL: none) ends the wait by itself. */
+        weft_platform_futex_wait_enter(p, v->pe, uaddr, v->sys_cycles, (int)gettid(),
+                                       v->sys_args[3] != 0);
         v->futex_waiting = 1;
         break;
     case FUTEX_WAKE:

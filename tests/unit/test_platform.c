@@ -74,19 +74,19 @@ static void test_futex_wait_returns_at_waker_time(void **state)
     (void)state;
     int host = sleeping_host_thread();
     /* T1 waits at 600 on 0x5000; T0 wakes it at 900: T1 resumes at 900. */
-    weft_platform_futex_wait_enter(plat, 1, 0x5000, 600, host);
+    weft_platform_futex_wait_enter(plat, 1, 0x5000, 600, host, 0);
     assert_int_equal(weft_platform_blocked_on(plat, 1), 0x5000);
     settle();
     assert_int_equal(weft_platform_futex_wake(plat, 0, 0x5000, 1, 900), 1);
     assert_int_equal(weft_platform_futex_wait_return(plat, 1, 600), 900);
     /* A wake before the waiter's own time does not move it back. */
-    weft_platform_futex_wait_enter(plat, 1, 0x5000, 2000, host);
+    weft_platform_futex_wait_enter(plat, 1, 0x5000, 2000, host, 0);
     settle();
     assert_int_equal(weft_platform_futex_wake(plat, 0, 0x5000, 1, 1500), 1);
     assert_int_equal(weft_platform_futex_wait_return(plat, 1, 2000), 2000);
     /* A wake of another word wakes nobody; the wait returns at its own time
      * (EAGAIN-like) when the model never woke it. */
-    weft_platform_futex_wait_enter(plat, 1, 0x5000, 2100, host);
+    weft_platform_futex_wait_enter(plat, 1, 0x5000, 2100, host, 0);
     settle();
     assert_int_equal(weft_platform_futex_wake(plat, 0, 0x6000, 1, 2500), 0);
     assert_int_equal(weft_platform_futex_wait_return(plat, 1, 2100), 2100);
@@ -98,7 +98,7 @@ static void test_join_through_exit(void **state)
     int host = sleeping_host_thread();
     /* T0 joins T1: it waits on T1's clear-TID word 0x4000 at 700; T1 exits
      * at 3000, which wakes the word: T0 resumes at 3000. */
-    weft_platform_futex_wait_enter(plat, 0, 0x4000, 700, host);
+    weft_platform_futex_wait_enter(plat, 0, 0x4000, 700, host, 0);
     settle();
     weft_platform_thread_exit(plat, 1, 3000);
     assert_int_equal(weft_platform_futex_wait_return(plat, 0, 700), 3000);
@@ -111,9 +111,9 @@ static void test_deadlock_detected(void **state)
     /* T2 and T3 each wait on a word nobody will wake; T0 waits too. */
     int a = weft_platform_thread_create(plat, 0, 1002, 3100, 0);
     int b = weft_platform_thread_create(plat, 0, 1003, 3200, 0);
-    weft_platform_futex_wait_enter(plat, a, 0x7000, 3300, host);
-    weft_platform_futex_wait_enter(plat, b, 0x7100, 3400, host);
-    weft_platform_futex_wait_enter(plat, 0, 0x7200, 3500, host);
+    weft_platform_futex_wait_enter(plat, a, 0x7000, 3300, host, 0);
+    weft_platform_futex_wait_enter(plat, b, 0x7100, 3400, host, 0);
+    weft_platform_futex_wait_enter(plat, 0, 0x7200, 3500, host, 0);
     int seen = 0;
     for (int i = 0; i < 20 && !seen; i++) {
         seen = weft_platform_check_deadlock(plat);
@@ -124,6 +124,31 @@ static void test_deadlock_detected(void **state)
     weft_platform_describe_blocked(plat, buf, sizeof buf);
     assert_non_null(strstr(buf, "T2 (tid 1002) waits on futex 0x7000"));
     assert_non_null(strstr(buf, "T3 (tid 1003) waits on futex 0x7100"));
+}
+
+/* After test_deadlock_detected: T2 and T3 still wait for good. T0 waiting
+ * with a timeout will wake by itself: no deadlock, however long it sleeps;
+ * the same wait without one is one. */
+static int deadlock_within(int tries)
+{
+    int seen = 0;
+    for (int i = 0; i < tries && !seen; i++) {
+        seen = weft_platform_check_deadlock(plat);
+        usleep(10000);
+    }
+    return seen;
+}
+
+static void test_timed_wait_is_no_deadlock(void **state)
+{
+    (void)state;
+    int host = sleeping_host_thread();
+    weft_platform_futex_wait_return(plat, 0, 3500);
+    weft_platform_futex_wait_enter(plat, 0, 0x7200, 3600, host, 1);
+    assert_false(deadlock_within(10));
+    weft_platform_futex_wait_return(plat, 0, 3600);
+    weft_platform_futex_wait_enter(plat, 0, 0x7200, 3700, host, 0);
+    assert_true(deadlock_within(20));
 }
 
 int main(void)
@@ -142,6 +167,7 @@ int main(void)
         cmocka_unit_test(test_futex_wait_returns_at_waker_time),
         cmocka_unit_test(test_join_through_exit),
         cmocka_unit_test(test_deadlock_detected),
+        cmocka_unit_test(test_timed_wait_is_no_deadlock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

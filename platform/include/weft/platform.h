@@ -62,9 +62,10 @@ int weft_platform_thread_parent(weft_platform *p, int pe);
 
 /* The thread entered FUTEX_WAIT on `uaddr` at `cycles`. It stays counted by
  * the arbiter until the host thread is confirmed asleep in the kernel (so
- * that wake order and EAGAIN outcomes follow virtual time, not host timing). */
+ * that wake order and EAGAIN outcomes follow virtual time, not host timing).
+ * `timed`: the wait has a timeout, so it ends by itself: never a deadlock. */
 void weft_platform_futex_wait_enter(weft_platform *p, int pe, uint64_t uaddr, uint64_t cycles,
-                                    int host_tid);
+                                    int host_tid, int timed);
 /* The wait returned. Returns the cycles at which the thread resumes:
  * max(its own time, the waker's time) if the model woke it, else its own. */
 uint64_t weft_platform_futex_wait_return(weft_platform *p, int pe, uint64_t cycles);
