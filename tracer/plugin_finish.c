@@ -143,6 +143,10 @@ int plugin_open_writer(char *err, size_t errlen)
         return -1;
     weft_trace_writer_set_limits(g_plugin.writer, g_plugin.cfg.max_bytes, g_plugin.cfg.min_free);
     weft_trace_writer_set_durable(g_plugin.writer, !g_plugin.cfg.not_durable);
+    /* The run ends right after its trace (exit_group under a policy, a
+     * deadlock, a livelock) while threads that have not begun may still
+     * bind their buffers: see plugin_finish. */
+    weft_trace_writer_set_lingering(g_plugin.writer);
     return 0;
 }
 

@@ -383,6 +383,7 @@ typedef struct trc_live {
     uint8_t *ready; /* per slot: disk space reserved */
     pthread_mutex_t lock;
     bool inited; /* lock initialized */
+    bool linger; /* closing leaves anonymous memory where the slots were */
 } trc_live;
 
 /* Create `path`.live beside the spool (identified by spool_fd); on failure

@@ -142,7 +142,11 @@ weft_trace_buf *trc_live_slot(trc_live *l, unsigned slot)
 
 void trc_live_close(trc_live *l, bool remove)
 {
-    if (l->map)
+    /* Lingering: a thread of the dying process that still writes its
+     * buffer writes into memory nobody reads instead of faulting. */
+    if (l->map && !(l->linger && mmap(l->map, l->size, PROT_READ | PROT_WRITE,
+                                      MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                                      0) != MAP_FAILED))
         munmap(l->map, l->size);
     if (l->fd >= 0)
         close(l->fd);

@@ -135,6 +135,12 @@ void weft_trace_writer_set_limits(weft_trace_writer *w, uint64_t max_bytes, uint
     pthread_mutex_unlock(&w->lock);
 }
 
+void weft_trace_writer_set_lingering(weft_trace_writer *w)
+{
+    if (w)
+        w->live.linger = true;
+}
+
 void weft_trace_writer_set_durable(weft_trace_writer *w, int durable)
 {
     w->not_durable = !durable;

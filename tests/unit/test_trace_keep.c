@@ -171,7 +171,54 @@ static void test_limits_stop_writer(void **state)
     weft_trace_writer_abort(w);
 }
 
+/* A lingering writer's buffers stay writable after finish (a thread of the
+ * ending process that binds its buffer late), and the trace is whole; a
+ * write there without lingering is a fault (checked in a child). */
+static int write_after_finish(const char *path, int linger)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL); /* cmocka's handler would catch it */
+        char err[512];
+        weft_trace_meta m = tt_meta();
+        weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
+        weft_trace_buf *b = w ? weft_trace_writer_buf(w, 2) : NULL;
+        if (!b)
+            _exit(2);
+        if (linger)
+            weft_trace_writer_set_lingering(w);
+        b->thread = 0;
+        b->ev[0] = tt_ev(10, WEFT_EV_THREAD_START, 0, 0, 0);
+        b->n = 1;
+        if (weft_trace_writer_append_buf(w, b) != 0 ||
+            weft_trace_writer_finish(w, NULL, err, sizeof err) != 0)
+            _exit(3);
+        b->thread = 1; /* the late thread */
+        b->ev[0] = tt_ev(20, WEFT_EV_READ, 0x5000, 0x400100, 8);
+        b->n = 1;
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) ? WTERMSIG(status) : -WEXITSTATUS(status);
+}
+
+static void test_lingering_buffers(void **state)
+{
+    (void)state;
+    const char *path = tt_path("linger.wtr");
+    char err[512];
+    assert_int_equal(write_after_finish(path, 1), 0);
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(weft_trace_event_count(t), 1);
+    weft_trace_close(t);
+    assert_int_equal(write_after_finish(tt_path("unmapped.wtr"), 0), SIGSEGV);
+}
+
 const struct CMUnitTest keep_tests[] = {
+    cmocka_unit_test(test_lingering_buffers),
     cmocka_unit_test(test_salvage_buffers_and_fault),
     cmocka_unit_test(test_stale_buffers_ignored),
     cmocka_unit_test(test_limits_stop_writer),

@@ -260,6 +260,12 @@ int weft_trace_writer_stopped(weft_trace_writer *w, uint64_t *free_bytes);
  * removes at once on the same machine (a campaign's run: weft replay
  * fsyncs the traces it keeps). */
 void weft_trace_writer_set_durable(weft_trace_writer *w, int durable);
+/* The process ends soon after the writer is finished, and some of its
+ * threads may still write their buffers (weft_trace_writer_buf) meanwhile:
+ * finishing leaves harmless memory where the buffers were instead of
+ * unmapping them (in the tracer a write to an unmapped buffer was a host
+ * fault, which qemu reports as the guest's SIGSEGV). */
+void weft_trace_writer_set_lingering(weft_trace_writer *w);
 
 /* Drop the writer and its spool without producing a trace. */
 void weft_trace_writer_abort(weft_trace_writer *w);
