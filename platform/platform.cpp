@@ -266,11 +266,6 @@ int weft_platform_woken_by(weft_platform *p, int pe, uint64_t *cycles)
     return s.waker;
 }
 
-void weft_platform_publish(weft_platform *p, int pe, uint64_t cycles)
-{
-    p->slots[pe].bound.store(cycles, std::memory_order_release);
-}
-
 weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, uint64_t addr,
                                     int kind_flags, uint64_t *resume)
 {

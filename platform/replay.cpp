@@ -356,9 +356,16 @@ uint64_t weft_platform_handoffs(weft_platform *p)
     return p->handoffs.load(std::memory_order_relaxed);
 }
 
-uint64_t weft_platform_await_turn(weft_platform *p, int pe, uint64_t cycles)
+uint64_t weft_platform_block_start(weft_platform *p, int pe, uint64_t cycles, int may_wait)
 {
-    return p->take_turn(pe, cycles);
+    Slot &s = p->slots[pe];
+    if (may_wait && p->policy && !(p->has_token(pe) && !s.granted.load()) && !p->exiting.load()) {
+        weft_platform_busy(p, pe, 1);
+        cycles = p->take_turn(pe, cycles);
+        weft_platform_busy(p, pe, -1);
+    }
+    s.bound.store(cycles, std::memory_order_release);
+    return cycles;
 }
 
 void weft_platform_syscall_done(weft_platform *p, int pe)

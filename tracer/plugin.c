@@ -57,14 +57,7 @@ static void tb_exec_bound(vcpu_state *v, void *udata)
     v->cur_tb = ti;
     v->last_ii = NULL;
     uint64_t now = vcpu_cycles_at(v, v->tb_base);
-    if (g_plugin.sched.policy && may_wait && v->begun) {
-        weft_platform_busy(p, v->pe, 1);
-        uint64_t resume = weft_platform_await_turn(p, v->pe, now);
-        weft_platform_busy(p, v->pe, -1);
-        v->offset += resume - now;
-        now = resume;
-    }
-    weft_platform_publish(g_plugin.platform, v->pe, now);
+    v->offset += weft_platform_block_start(p, v->pe, now, may_wait && v->begun) - now;
 }
 
 static void tb_exec(unsigned int index, void *udata)
@@ -258,6 +251,7 @@ static int plugin_reads_observed(void)
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
+    plugin_parallel_from_start();
     size_t n = qemu_plugin_tb_n_insns(tb);
     tb_info *ti = plugin_arena_alloc(sizeof *ti);
     if (!ti)
@@ -488,6 +482,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     }
     if (parse_args(argc, argv))
         return -1;
+    plugin_parallel_note_api(info->version.cur);
     g_plugin.owner_pid = getpid();
     pthread_atfork(NULL, NULL, after_fork_in_child);
     atomic_store(&g_plugin.exit_cycles, UINT64_MAX);

@@ -248,6 +248,7 @@ typedef struct plugin {
      * next block. Until then no other vCPU may wait inside guest code: this
      * is the parent's PE, or -1 once the parent runs its next block. */
     atomic_int tb_flush_pending;
+    int parallel_from_start; /* qemu made parallel code from the start: no flush at the clone */
     atomic_ulong write_errors;
     _Atomic uint64_t flushed; /* events handed to the writer, counted for max_events */
     atomic_int capped;        /* max_events reached: record no more, flag the trace truncated */
@@ -338,6 +339,10 @@ void plugin_spin_yield(vcpu_state *v);
 void plugin_finish(uint32_t extra_flags);
 void plugin_at_exit(qemu_plugin_id_t id, void *udata);
 void plugin_start_watchdog(void);
+
+/* plugin_parallel.c: qemu's parallel code from the first block on. */
+void plugin_parallel_note_api(int version);
+void plugin_parallel_from_start(void);
 /* Open the trace at cfg.out with the kept meta and the current settings. */
 int plugin_open_writer(char *err, size_t errlen);
 

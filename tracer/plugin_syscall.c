@@ -328,7 +328,7 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
          * parent's clone was done before the child's first access. */
         ct->sync_t = v->sync_t;
         ct->sync_pe = v->sync_pe;
-        if (child == 1)
+        if (child == 1 && !g_plugin.parallel_from_start)
             atomic_store(&g_plugin.tb_flush_pending, v->pe);
         atomic_store(&g_plugin.threads[child].ready, 1);
     }

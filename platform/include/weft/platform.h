@@ -7,7 +7,7 @@
  * Times are in cycles (instructions x cpi); the caller converts to ns.
  *
  * Threading: every function may be called from any host thread. The hot path
- * (weft_platform_publish) is lock-free; everything else takes the platform
+ * (weft_platform_block_start) is lock-free; everything else takes the platform
  * lock, and only the lock holder steps the SystemC kernel. */
 #ifndef WEFT_PLATFORM_H
 #define WEFT_PLATFORM_H
@@ -81,10 +81,6 @@ int weft_platform_woken_by(weft_platform *p, int pe, uint64_t *cycles);
 
 /* ---- arbiter ------------------------------------------------------------- */
 
-/* Lock-free: the PE has retired everything before `cycles`, so none of its
- * future events can be earlier. Called at every translation block. */
-void weft_platform_publish(weft_platform *p, int pe, uint64_t cycles);
-
 typedef enum weft_gate_result {
     WEFT_GATE_OK = 0,      /* the PE is first in virtual-time order: go */
     WEFT_GATE_ESCAPED = 1, /* gave up after stall_ms without progress (counted) */
@@ -131,10 +127,14 @@ typedef enum weft_set_mode {
  * Returns 0, or -1 if threads exist already. */
 int weft_platform_set_policy(weft_platform *p, struct pct_policy *policy, weft_set_mode mode);
 uint64_t weft_platform_handoffs(weft_platform *p);
-/* Start of a block: a replayed PE that does not hold the token waits here
- * (it may have been let out of a gate so qemu could run an exclusive
- * section). Returns the cycles at which it continues. */
-uint64_t weft_platform_await_turn(weft_platform *p, int pe, uint64_t cycles);
+/* A block starts at `cycles`. If `may_wait`, a replayed PE that does not
+ * hold the token waits for it here (it may have been let out of a gate so
+ * qemu could run an exclusive section), marked busy meanwhile (see
+ * weft_platform_busy). Then, lock-free, it publishes the time it continues
+ * at (it has retired everything before it, so none of its future events can
+ * be earlier), which it returns. One call: it runs for every block, and
+ * nearly always the PE runs on. */
+uint64_t weft_platform_block_start(weft_platform *p, int pe, uint64_t cycles, int may_wait);
 /* The syscall the PE's last syscall gate let through has returned. */
 void weft_platform_syscall_done(weft_platform *p, int pe);
 /* Is the PE's host thread parked inside qemu outside guest code and outside
