@@ -26,6 +26,27 @@
 static int in_round_child;
 /* The SIGINT or SIGTERM that interrupted profiling, or 0. */
 static int profile_interrupted;
+/* Noted by profiling's own handler, in place from its start to its end:
+ * between runs (reading a learning run's trace takes seconds) the default
+ * action would kill weft without a word. A run's own handlers put it back. */
+static volatile sig_atomic_t profile_signal;
+
+static void on_profile_signal(int sig)
+{
+    profile_signal = sig;
+}
+
+/* Was profiling interrupted? Says so once. */
+static int profile_stopped(void)
+{
+    if (!profile_signal && !profile_interrupted)
+        return 0;
+    if (!profile_interrupted) {
+        profile_interrupted = profile_signal;
+        weft_error("interrupted while profiling");
+    }
+    return 1;
+}
 
 /* Run the guest under the tracer with these plugin args, stdout and stderr
  * into files STEM.stdout and STEM.stderr (as in replays). */
@@ -283,6 +304,8 @@ static int round_parallel(const replay_config *c, const char *dir, int round, un
     uint64_t next = 0;
     int failed = 0;
     round_signal = 0;
+    if (profile_stopped())
+        return -1;
     struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_round_signal;
     sigaction(SIGINT, &sa, &old_int);
@@ -327,7 +350,7 @@ static int round_parallel(const replay_config *c, const char *dir, int round, un
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    if (round_signal) {
+    if (round_signal && !profile_interrupted) {
         profile_interrupted = round_signal;
         weft_error("interrupted while profiling");
     }
@@ -361,8 +384,10 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
         for (uint64_t s = 0; s < pr->runs; s++) {
             char stem[PATH_MAX + 32];
             snprintf(stem, sizeof stem, "%s/profile-%d-%" PRIu64, dir, round, s);
+            if (profile_stopped())
+                return -1;
             profile_counts(c, s, stem, pr->traces[s], how, &pr->counts[s]);
-            if (pr->counts[s].rc)
+            if (pr->counts[s].rc || profile_stopped())
                 return -1;
         }
     }
@@ -431,7 +456,7 @@ static int profile_learn(replay_config *c, const char *dir)
         if (profile_round_run(c, dir, round, how, &pr) ||
             (!count_only &&
              learn_points_add(lp, (const char *const *)pr.traces, pr.runs, &added)) ||
-            (!count_only && learn_points_write(lp, c->pcs_path)))
+            profile_stopped() || (!count_only && learn_points_write(lp, c->pcs_path)))
             break;
         round_free(&pr, c, round);
         if (count_only || (!added && !pr.capped)) {
@@ -480,6 +505,16 @@ static int profile(replay_config *c)
 int replay_profile(replay_config *c)
 {
     profile_interrupted = 0;
+    profile_signal = 0;
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_profile_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     int rc = profile(c);
+    if (!rc && profile_stopped())
+        rc = -1; /* the last analysis was interrupted */
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     return rc && profile_interrupted ? 128 + profile_interrupted : rc;
 }
