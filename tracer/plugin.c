@@ -315,7 +315,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_gate, QEMU_PLUGIN_CB_NO_REGS, ii);
         }
         if (!(ii->flags & (INSN_STORE | INSN_ATOMIC | INSN_RMW)) && !reads) {
-            ii->flags |= INSN_UNOBSERVED; /* no callback at all: a fault's pc is a guess */
+            ii->flags |= INSN_UNOBSERVED; /* no callback at all (a fault: faulting_insn) */
             continue;
         }
         qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS,
