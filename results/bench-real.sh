@@ -52,7 +52,8 @@ timed() {
   local o="$2" t0 t1
   shift 2
   t0="$(now)"
-  timeout -s KILL "$limit" "$@" >"$o.out" 2>"$tmp/err" </dev/null || echo "failed: $*" >>"$tmp/failures"
+  timeout -s KILL "$limit" "$@" >"$o.out" 2>"$tmp/err" </dev/null ||
+    { echo "failed: $*"; tail -n 5 "$tmp/err" | sed 's/^/  /'; } >>"$tmp/failures"
   t1="$(now)"
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'
 }
