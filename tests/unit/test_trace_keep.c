@@ -11,8 +11,9 @@
  * thread 1 has 2 events in its buffer, a third written but not published,
  * and a faulting access noted after them; then the process dies like qemu
  * does, without any exit code. */
-static void child_buffers_and_dies(const char *path)
+static void child_buffers_and_dies(const char *path, int unused)
 {
+    (void)unused;
     char err[512];
     weft_trace_meta m = tt_meta();
     weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
@@ -41,12 +42,15 @@ static void child_buffers_and_dies(const char *path)
     _exit(4);
 }
 
-static int run_child(const char *path)
+/* body(path, arg) in a child, which must _exit: its signal, or -status. */
+static int run_child(void (*body)(const char *, int), const char *path, int arg)
 {
     pid_t pid = fork();
     assert_true(pid >= 0);
-    if (pid == 0)
-        child_buffers_and_dies(path);
+    if (pid == 0) {
+        signal(SIGSEGV, SIG_DFL); /* cmocka's handler would catch it */
+        body(path, arg);
+    }
     int status;
     waitpid(pid, &status, 0);
     return WIFSIGNALED(status) ? WTERMSIG(status) : -WEXITSTATUS(status);
@@ -58,7 +62,7 @@ static void test_salvage_buffers_and_fault(void **state)
     const char *path = tt_path("died.wtr");
     char live[700], err[512];
     snprintf(live, sizeof live, "%s.live", path);
-    assert_int_equal(run_child(path), SIGKILL);
+    assert_int_equal(run_child(child_buffers_and_dies, path, 0), SIGKILL);
     assert_int_equal(access(live, F_OK), 0);
     if (weft_trace_salvage(path, WEFT_TRACE_CRASHED, -SIGSEGV, err, sizeof err) != 0)
         fail_msg("salvage: %s", err);
@@ -87,7 +91,7 @@ static void test_salvage_buffers_and_fault(void **state)
     weft_trace_close(t);
 
     /* Died of another signal: the note is not how the run ended. */
-    assert_int_equal(run_child(path), SIGKILL);
+    assert_int_equal(run_child(child_buffers_and_dies, path, 0), SIGKILL);
     assert_int_equal(weft_trace_salvage(path, WEFT_TRACE_CRASHED, -SIGABRT, err, sizeof err), 0);
     t = weft_trace_open(path, err, sizeof err);
     assert_non_null(t);
@@ -102,7 +106,7 @@ static void test_stale_buffers_ignored(void **state)
     const char *path = tt_path("stale.wtr");
     char spool[700], err[512];
     snprintf(spool, sizeof spool, "%s.spool", path);
-    assert_int_equal(run_child(path), SIGKILL);
+    assert_int_equal(run_child(child_buffers_and_dies, path, 0), SIGKILL);
     /* The same spool bytes under a new inode: as if another run wrote it. */
     size_t len;
     uint8_t *bytes = tt_slurp(spool, &len);
@@ -174,34 +178,26 @@ static void test_limits_stop_writer(void **state)
 /* A lingering writer's buffers stay writable after finish (a thread of the
  * ending process that binds its buffer late), and the trace is whole; a
  * write there without lingering is a fault (checked in a child). */
-static int write_after_finish(const char *path, int linger)
+static void write_after_finish(const char *path, int linger)
 {
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        signal(SIGSEGV, SIG_DFL); /* cmocka's handler would catch it */
-        char err[512];
-        weft_trace_meta m = tt_meta();
-        weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
-        weft_trace_buf *b = w ? weft_trace_writer_buf(w, 2) : NULL;
-        if (!b)
-            _exit(2);
-        if (linger)
-            weft_trace_writer_set_lingering(w);
-        b->thread = 0;
-        b->ev[0] = tt_ev(10, WEFT_EV_THREAD_START, 0, 0, 0);
-        b->n = 1;
-        if (weft_trace_writer_append_buf(w, b) != 0 ||
-            weft_trace_writer_finish(w, NULL, err, sizeof err) != 0)
-            _exit(3);
-        b->thread = 1; /* the late thread */
-        b->ev[0] = tt_ev(20, WEFT_EV_READ, 0x5000, 0x400100, 8);
-        b->n = 1;
-        _exit(0);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    return WIFSIGNALED(status) ? WTERMSIG(status) : -WEXITSTATUS(status);
+    char err[512];
+    weft_trace_meta m = tt_meta();
+    weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
+    weft_trace_buf *b = w ? weft_trace_writer_buf(w, 2) : NULL;
+    if (!b)
+        _exit(2);
+    if (linger)
+        weft_trace_writer_set_lingering(w);
+    b->thread = 0;
+    b->ev[0] = tt_ev(10, WEFT_EV_THREAD_START, 0, 0, 0);
+    b->n = 1;
+    if (weft_trace_writer_append_buf(w, b) != 0 ||
+        weft_trace_writer_finish(w, NULL, err, sizeof err) != 0)
+        _exit(3);
+    b->thread = 1; /* the late thread */
+    b->ev[0] = tt_ev(20, WEFT_EV_READ, 0x5000, 0x400100, 8);
+    b->n = 1;
+    _exit(0);
 }
 
 static void test_lingering_buffers(void **state)
@@ -209,12 +205,12 @@ static void test_lingering_buffers(void **state)
     (void)state;
     const char *path = tt_path("linger.wtr");
     char err[512];
-    assert_int_equal(write_after_finish(path, 1), 0);
+    assert_int_equal(run_child(write_after_finish, path, 1), 0);
     weft_trace *t = weft_trace_open(path, err, sizeof err);
     assert_non_null(t);
     assert_int_equal(weft_trace_event_count(t), 1);
     weft_trace_close(t);
-    assert_int_equal(write_after_finish(tt_path("unmapped.wtr"), 0), SIGSEGV);
+    assert_int_equal(run_child(write_after_finish, tt_path("unmapped.wtr"), 0), SIGSEGV);
 }
 
 const struct CMUnitTest keep_tests[] = {
