@@ -55,7 +55,8 @@ for mode in free exact; do
   run_status st "$WEFT" trace --mode "$mode" --timeout 60 -o "$work/sig.wtr" -- "$WEFT_FIXTURES/fail_signal" \
     >"$work/out" 2>"$work/err"
   check "signal/$mode: status 0 (got $st)" test "$st" = 0
-  check "signal/$mode: every signal handled" grep -qx 'signal: 402 handled' "$work/out"
+  # 401: the two process-directed SIGUSR1 merged while pending (they do not queue)
+  check "signal/$mode: every signal handled" grep -Eqx 'signal: 40[12] handled' "$work/out"
   trace_ok "signal/$mode" "$work/sig.wtr" complete 3
 done
 
