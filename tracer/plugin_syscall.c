@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "plugin_state.h"
@@ -52,16 +54,35 @@ enum {
 /* Same values on AArch64 as on the host (asm-generic). */
 #include <sched.h>
 
+/* A read of a regular file, a block device or one of the memory devices
+ * that never wait (/dev/null, zero, full, random, urandom: major 1) returns
+ * at once: its thread stays counted, so it cannot come back behind virtual
+ * time (which would make the trace depend on how long the host took).
+ * qemu-user hands guest fds to the host unchanged, so the host's fstat sees
+ * the guest's file. */
+static int reads_at_once(int64_t fd)
+{
+    struct stat st;
+    if (fd < 0 || fd > INT32_MAX || fstat((int)fd, &st) != 0)
+        return 0;
+    if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+        return 1;
+    unsigned minor = minor(st.st_rdev);
+    return S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 &&
+           (minor == 3 || minor == 5 || minor == 7 || minor == 8 || minor == 9);
+}
+
 /* Syscalls that can wait for something outside the guest's threads: the PE
  * stops being counted while in them, or every other thread would wait too. */
-static int may_block_indefinitely(int64_t num)
+static int may_block_indefinitely(int64_t num, int64_t arg0)
 {
     switch (num) {
-    case SYS_EPOLL_PWAIT:
-    case SYS_FLOCK:
     case SYS_READ:
     case SYS_READV:
     case SYS_PREAD64:
+        return !reads_at_once(arg0);
+    case SYS_EPOLL_PWAIT:
+    case SYS_FLOCK:
     case SYS_PSELECT6:
     case SYS_PPOLL:
     case SYS_WAITID:
@@ -281,7 +302,7 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         break;
     default:
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
-        if (may_block_indefinitely(num)) {
+        if (may_block_indefinitely(num, (int64_t)v->sys_args[0])) {
             weft_platform_syscall_release(p, v->pe, v->sys_cycles);
             v->sys_released = 1;
         }
