@@ -132,7 +132,7 @@ static void run_one(const uint8_t *data, size_t size)
     }
     free(seq);
     weft_trace_rewind(t);
-    if (weft_trace_print_info(t, NULL, devnull) != 0)
+    if (weft_trace_print_info(t, NULL, 1, devnull) != 0)
         FUZZ_ONE_LINE(weft_trace_error(t));
     check_model(t);
     weft_trace_close(t);

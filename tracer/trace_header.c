@@ -280,7 +280,9 @@ void trc_meta_free(weft_trace_meta *m)
 size_t trc_footer_encode(const weft_trace_summary *s, uint64_t nevents, uint64_t nblocks,
                          uint8_t **out)
 {
-    size_t len = FOOTER_FIXED + (size_t)s->nthreads * FOOTER_THREAD;
+    size_t table = (size_t)s->nthreads * FOOTER_THREAD;
+    size_t kinds = s->has_kinds ? trc_footer_kinds_len(s->nthreads) : 0;
+    size_t len = FOOTER_FIXED + table + kinds;
     uint8_t *b = calloc(1, len);
     if (!b)
         return 0;
@@ -304,6 +306,14 @@ size_t trc_footer_encode(const weft_trace_summary *s, uint64_t nevents, uint64_t
         put_u64(p + 40, t->insns);
         put_u32(p + 48, t->exited);
         put_u32(p + 52, (uint32_t)t->exit_code);
+    }
+    if (kinds) {
+        uint8_t *p = b + 52 + table;
+        put_u32(p, WEFT_EV_KIND_COUNT);
+        p += 4;
+        for (uint32_t i = 0; i < s->nthreads; i++)
+            for (int k = 0; k < WEFT_EV_KIND_COUNT; k++, p += 8)
+                put_u64(p, s->threads[i].kinds[k]);
     }
     put_u32(b + len - 4, trc_crc32(0, b, len - 4));
     *out = b;

@@ -185,14 +185,17 @@ static int per_cmp(const void *a, const void *b)
     return x->thread < y->thread ? -1 : x->thread > y->thread;
 }
 
+/* Endings print_end explains. */
+#define ODD_END                                                                                    \
+    (WEFT_TRACE_TRUNCATED | WEFT_TRACE_CRASHED | WEFT_TRACE_TIMED_OUT | WEFT_TRACE_DEADLOCK |      \
+     WEFT_TRACE_STOPPED)
+
 /* Where a run that did not end normally ended: how, when, and its last
  * event (the faulting access if there is one). */
 static void print_end(const weft_trace_summary *s, const weft_event *last, weft_symbols *syms,
                       FILE *out)
 {
-    uint32_t odd = WEFT_TRACE_TRUNCATED | WEFT_TRACE_CRASHED | WEFT_TRACE_TIMED_OUT |
-                   WEFT_TRACE_DEADLOCK | WEFT_TRACE_STOPPED;
-    if (!(s->flags & odd))
+    if (!(s->flags & ODD_END))
         return;
     fprintf(out, "ended          ");
     if (s->flags & WEFT_TRACE_STOPPED)
@@ -432,7 +435,22 @@ static int pattern_pass(weft_trace *t, const trc_addrmap *owners, var_list *vars
     return r == 0 ? 0 : -1;
 }
 
-int weft_trace_print_info(weft_trace *t, weft_symbols *syms, FILE *out)
+/* The last event (for an odd ending) without the shared-address maps. */
+static int last_pass(weft_trace *t, weft_event *last, bool *any)
+{
+    weft_event ev;
+    int r;
+    weft_trace_rewind(t);
+    while ((r = weft_trace_next(t, &ev)) == 1) {
+        if (*any && last->kind == WEFT_EV_FAULT)
+            continue; /* a fault is its thread's last, and what the run died of */
+        *last = ev;
+        *any = true;
+    }
+    return r < 0 ? -1 : 0;
+}
+
+int weft_trace_print_info(weft_trace *t, weft_symbols *syms, int vars_wanted, FILE *out)
 {
     const weft_trace_summary *s = weft_trace_get_summary(t);
     int rc = -1;
@@ -441,12 +459,35 @@ int weft_trace_print_info(weft_trace *t, weft_symbols *syms, FILE *out)
     var_list vars = {0};
     weft_event last = {0};
     bool any = false;
-    if (!rw || count_pass(t, rw, &owners, &last, &any) < 0 || pattern_pass(t, &owners, &vars) < 0)
+    uint64_t n = weft_trace_event_count(t);
+    /* Version 3 footers count every thread's events per kind: the table
+     * needs no pass over the events, and only the variables do. */
+    bool want =
+        vars_wanted > 0 || (vars_wanted < 0 && n <= WEFT_INFO_VARS_AUTO_MAX) || !s->has_kinds;
+    if (!rw)
         goto out;
+    if (want) {
+        if (count_pass(t, rw, &owners, &last, &any) < 0 || pattern_pass(t, &owners, &vars) < 0)
+            goto out;
+    } else {
+        for (uint32_t i = 0; i < s->nthreads; i++) {
+            rw[i][0] = s->threads[i].kinds[WEFT_EV_READ];
+            rw[i][1] = s->threads[i].kinds[WEFT_EV_WRITE];
+            rw[i][2] = s->threads[i].kinds[WEFT_EV_RMW];
+        }
+        if ((s->flags & ODD_END) && last_pass(t, &last, &any) < 0)
+            goto out;
+    }
     print_header(t, out);
     print_end(s, any ? &last : NULL, syms, out);
     print_threads(s, (const uint64_t(*)[3])rw, out);
-    print_vars(vars.v, vars.n, syms, out);
+    if (want)
+        print_vars(vars.v, vars.n, syms, out);
+    else
+        fprintf(out,
+                "\nshared variables: not computed (%" PRIu64 " events; weft info --vars reads "
+                "them all)\n",
+                n);
     rc = ferror(out) ? -1 : 0;
 out:
     var_list_free(&vars);
@@ -464,10 +505,15 @@ int weft_trace_print_summary(const char *path, double wall_s, FILE *out, char *e
     const weft_trace_summary *s = weft_trace_get_summary(t);
     uint64_t counts[WEFT_EV_KIND_COUNT] = {0};
     weft_event ev;
-    int rc;
-    while ((rc = weft_trace_next(t, &ev)) == 1)
-        if (ev.kind < WEFT_EV_KIND_COUNT)
-            counts[ev.kind]++;
+    int rc = 0;
+    if (s->has_kinds) /* counted by the writer: no pass over a billion events */
+        for (uint32_t i = 0; i < s->nthreads; i++)
+            for (int k = 0; k < WEFT_EV_KIND_COUNT; k++)
+                counts[k] += s->threads[i].kinds[k];
+    else
+        while ((rc = weft_trace_next(t, &ev)) == 1)
+            if (ev.kind < WEFT_EV_KIND_COUNT)
+                counts[ev.kind]++;
     struct stat st;
     long long size = stat(path, &st) == 0 ? (long long)st.st_size : -1;
     fprintf(out,

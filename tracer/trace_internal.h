@@ -27,6 +27,12 @@
 #define TRAILER_SIZE 16   /* footer offset, magic */
 #define FOOTER_FIXED 56   /* footer without the thread records */
 #define FOOTER_THREAD 56  /* one thread record */
+/* Version 3 adds, after the thread records, u32 nkinds and per thread
+ * nkinds u64 event counts (one per weft_event_kind). */
+static inline size_t trc_footer_kinds_len(uint32_t nthreads)
+{
+    return 4 + (size_t)nthreads * WEFT_EV_KIND_COUNT * 8;
+}
 
 /* The writer cuts blocks and spool chunks at this many events; readers accept
  * up to BLOCK_MAX_EVENTS so the bound on their buffers is explicit. */

@@ -23,6 +23,7 @@
 /* Per-thread facts gathered while merging, used to complete the table. */
 typedef struct thread_stats {
     uint64_t events, first, last;
+    uint64_t kinds[WEFT_EV_KIND_COUNT];
     uint32_t parent; /* from THREAD_START (the creator's index, UINT32_MAX: none) */
     int32_t exit_code;
     bool exited, started;
@@ -119,6 +120,7 @@ static int cursor_fill(merge *m, uint32_t t)
     x->last = c->rec[n - 1].time;
     for (uint32_t i = 0; i < n; i++) {
         const trc_rec *r = &c->rec[i];
+        x->kinds[r->kind < WEFT_EV_KIND_COUNT ? r->kind : 0]++;
         if (r->kind == WEFT_EV_THREAD_START && !x->started) {
             x->parent = r->addr > UINT32_MAX ? UINT32_MAX : (uint32_t)r->addr;
             x->started = true;
@@ -238,6 +240,8 @@ static weft_trace_thread *build_threads(const weft_trace_summary *s, const threa
         }
         t[i].id = i;
         t[i].events = x ? x->events : 0;
+        for (int k = 0; k < WEFT_EV_KIND_COUNT; k++)
+            t[i].kinds[k] = x ? x->kinds[k] : 0;
         if (t[i].end_time > *max_time)
             *max_time = t[i].end_time;
         if (x && x->events && x->last > *max_time)
@@ -276,7 +280,8 @@ typedef struct merge_out {
     int fd;
     trc_out o;
     block_out b;
-    bool durable; /* fsync the file and its folder (trace.h) */
+    bool durable;     /* fsync the file and its folder (trace.h) */
+    uint32_t version; /* 3 (frames, kinds in the footer), or 1 (zstd level 0) */
 } merge_out;
 
 /* One decode batch per thread, carved from a single allocation; smaller for
@@ -312,8 +317,9 @@ static int out_open(merge_out *w, const weft_trace_meta *meta, uint32_t nt, char
         return -1;
     }
     int level = trc_zstd_level();
+    w->version = level ? WEFT_TRACE_VERSION : 1;
     uint8_t *hdr = NULL;
-    size_t hlen = trc_header_encode(meta, TRC_MAGIC, level ? 2 : 1, (uint32_t)level, &hdr);
+    size_t hlen = trc_header_encode(meta, TRC_MAGIC, w->version, (uint32_t)level, &hdr);
     if (!hlen) {
         free(hdr);
         trc_seterr(err, errlen, "%s: trace header too large", path);
@@ -494,6 +500,7 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }
+    s.has_kinds = w.version >= 3;
     if (out_footer(&w, &s, nevents, err, errlen) < 0 || out_commit(&w, err, errlen) < 0)
         goto out;
     rc = 0;

@@ -55,6 +55,18 @@ static int read_at(weft_trace *t, void *buf, size_t n, uint64_t off)
     return trc_pread_all(t->fd, buf, n, off) == (ssize_t)n ? 0 : -1;
 }
 
+/* Thread i's counts per kind from the version 3 table at k; they must add
+ * up to its events. */
+static int kinds_of(weft_trace_thread *th, const uint8_t *k, uint32_t i, uint32_t nkinds)
+{
+    uint64_t sum = 0;
+    for (uint32_t j = 0; j < nkinds; j++) {
+        th->kinds[j] = get_u64(k + ((size_t)i * nkinds + j) * 8);
+        sum += th->kinds[j];
+    }
+    return sum == th->events ? 0 : -1;
+}
+
 static int parse_footer(weft_trace *t, const uint8_t *f, size_t len, char *why, size_t wl)
 {
     if (memcmp(f, FOOTER_MAGIC, 8) != 0) {
@@ -79,8 +91,18 @@ static int parse_footer(weft_trace *t, const uint8_t *f, size_t len, char *why, 
     t->nevents = get_u64(f + 32);
     t->nblocks = get_u64(f + 40);
     s->nthreads = get_u32(f + 48);
-    if (s->nthreads > WEFT_TRACE_MAX_THREADS ||
-        len != FOOTER_FIXED + (size_t)s->nthreads * FOOTER_THREAD) {
+    size_t table = (size_t)s->nthreads * FOOTER_THREAD;
+    uint32_t nkinds = 0;
+    s->has_kinds = t->meta.version >= 3;
+    if (s->has_kinds && s->nthreads <= WEFT_TRACE_MAX_THREADS && len >= FOOTER_FIXED + table + 4) {
+        nkinds = get_u32(f + 52 + table);
+        if (nkinds == 0 || nkinds > WEFT_EV_KIND_COUNT) {
+            trc_seterr(why, wl, "corrupt footer (%u event kinds)", nkinds);
+            return -1;
+        }
+        table += 4 + (size_t)s->nthreads * nkinds * 8;
+    }
+    if (s->nthreads > WEFT_TRACE_MAX_THREADS || len != FOOTER_FIXED + table) {
         trc_seterr(why, wl, "corrupt footer (thread count %u does not match its length)",
                    s->nthreads);
         return -1;
@@ -106,6 +128,11 @@ static int parse_footer(weft_trace *t, const uint8_t *f, size_t len, char *why, 
         th->exit_code = (int32_t)get_u32(p + 52);
         if (th->id != i) {
             trc_seterr(why, wl, "corrupt footer (thread %u has id %u)", i, th->id);
+            return -1;
+        }
+        if (nkinds && kinds_of(th, f + 52 + (size_t)s->nthreads * FOOTER_THREAD + 4, i, nkinds)) {
+            trc_seterr(why, wl, "corrupt footer (thread %u: its kinds do not add up to its events)",
+                       i);
             return -1;
         }
         sum += th->events;
@@ -259,7 +286,10 @@ static int read_footer(weft_trace *t, char *why, size_t wl)
         return -1;
     }
     size_t flen = (size_t)(t->size - TRAILER_SIZE - t->footer_off);
-    if (flen > FOOTER_FIXED + (size_t)WEFT_TRACE_MAX_THREADS * FOOTER_THREAD) {
+    if (flen > FOOTER_FIXED + (size_t)WEFT_TRACE_MAX_THREADS * FOOTER_THREAD +
+                   (t->meta.version >= 3
+                        ? 4 + (size_t)WEFT_TRACE_MAX_THREADS * WEFT_EV_KIND_COUNT * 8
+                        : 0)) {
         trc_seterr(why, wl, "corrupt trailer (footer of %zu bytes)", flen);
         return -1;
     }

@@ -66,6 +66,16 @@ for t in 1 2; do
   n="$(awk -F, -v t="$t" '$2 == t && $4 == "write" && $8 ~ /^counter(\+0)?$/' "$work/lu.csv" | wc -l)"
   check "csv: T$t writes counter 50 times (saw $n)" test "$n" = 50
 done
+# info --no-vars: the thread table from the footer's per-kind counts is the
+# one the full pass counts; the variables are said to be left out.
+"$WEFT" info "$work/lu.wtr" >"$work/lu.info"
+"$WEFT" info --no-vars "$work/lu.wtr" >"$work/lu.fast"
+check "info --no-vars: same thread table as the full pass" \
+  cmp -s <(grep -E '^  T[0-9]+ ' "$work/lu.info") <(grep -E '^  T[0-9]+ ' "$work/lu.fast")
+check "info --no-vars: says the variables were not computed" grep -q '^shared variables: not computed' "$work/lu.fast"
+check "info: variables computed by default on a small trace" grep -q '^shared variables (' "$work/lu.info"
+run_status st "$WEFT" info --vars --no-vars "$work/lu.wtr" 2>"$work/vv.err" >/dev/null
+check "info --vars --no-vars: usage error (status $st)" test "$st" = 2
 # Filters: only the named variable's accesses are recorded.
 "$WEFT" trace --mode exact --filter var:counter -o "$work/v.wtr" -- "$WEFT_FIXTURES/lost_update" >/dev/null
 "$WEFT" export --format csv -o "$work/v.csv" "$work/v.wtr"
@@ -79,4 +89,6 @@ n="$("$WEFT" info "$work/m.wtr" | sed -n '1s/.*, \([0-9]*\) events).*/\1/p')"
 check "--max-events 20000: $n events recorded (of ~205000)" test "$n" -ge 20000 -a "$n" -le $((20000 + 8 * 4096))
 check "--max-events: guest ran to its end (status $st)" grep -q 'parallel8: 8 threads x 400 passes' "$work/m.out"
 check "--max-events: trace flagged truncated" grep -q 'TRUNCATED' "$work/m.err"
+check "--max-events: info --no-vars names the same last event" \
+  cmp -s <("$WEFT" info "$work/m.wtr" | grep '^ended') <("$WEFT" info --no-vars "$work/m.wtr" | grep '^ended')
 finish

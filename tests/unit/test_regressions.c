@@ -84,7 +84,7 @@ static int read_trace(const char *path)
         assert_one_line(weft_trace_error(t), path);
     FILE *devnull = fopen("/dev/null", "w");
     assert_non_null(devnull);
-    int info = weft_trace_print_info(t, NULL, devnull);
+    int info = weft_trace_print_info(t, NULL, 1, devnull);
     fclose(devnull);
     assert_int_equal(info != 0, rc != 0);
     weft_trace_close(t);

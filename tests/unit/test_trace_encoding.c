@@ -143,6 +143,26 @@ static void check_events_equal(const char *path, const weft_event *want, size_t 
     weft_trace_close(t);
 }
 
+/* A version 3 footer counts each thread's events per kind, as appended;
+ * version 1 has no such table. */
+static void check_kinds(const char *path, weft_event *const *s, const size_t *count,
+                        uint32_t nthreads, bool present)
+{
+    char err[512];
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    const weft_trace_summary *sum = weft_trace_get_summary(t);
+    assert_int_equal(sum->has_kinds, present);
+    for (uint32_t th = 0; th < nthreads; th++) {
+        uint64_t want[WEFT_EV_KIND_COUNT] = {0};
+        for (size_t i = 0; present && i < count[th]; i++)
+            want[s[th][i].kind]++;
+        for (int k = 0; k < WEFT_EV_KIND_COUNT; k++) /* trailing threads without events: none */
+            assert_int_equal(th < sum->nthreads ? sum->threads[th].kinds[k] : 0, want[k]);
+    }
+    weft_trace_close(t);
+}
+
 /* nthreads ids, every `gap`-th without events (0: none), per_thread events
  * each on average, appended in random batches in a random thread order. */
 static void check_against_reference(uint32_t nthreads, uint32_t gap, size_t per_thread,
@@ -187,6 +207,8 @@ static void check_against_reference(uint32_t nthreads, uint32_t gap, size_t per_
         }
     qsort(all, total, sizeof *all, tt_ev_order);
     check_events_equal(path2, all, total);
+    check_kinds(path2, s, count, nthreads, true);
+    check_kinds(path, s, count, nthreads, false);
     size_t want_len, len;
     uint8_t *want = ref_blocks(all, total, nthreads, &want_len);
     uint8_t *got = tt_slurp(path, &len);

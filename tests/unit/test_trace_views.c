@@ -74,7 +74,7 @@ static char *info_text(const char *path, weft_symbols *syms)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    assert_int_equal(weft_trace_print_info(t, syms, f), 0);
+    assert_int_equal(weft_trace_print_info(t, syms, -1, f), 0);
     fclose(f);
     weft_trace_close(t);
     return text;

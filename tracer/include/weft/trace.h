@@ -8,6 +8,7 @@
 #ifndef WEFT_TRACE_H
 #define WEFT_TRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@ extern "C" {
 
 /* Version 2: events in zstd-compressed frames, the recorded event classes
  * in the header, FAULT events. Readers accept versions 1 and 2. */
-#define WEFT_TRACE_VERSION 2
+#define WEFT_TRACE_VERSION 3
 
 typedef enum weft_event_kind {
     WEFT_EV_READ = 0,
@@ -111,6 +112,10 @@ typedef struct weft_trace_thread {
     uint64_t insns;      /* retired instructions */
     uint32_t exited;     /* 1 if the thread called exit */
     int32_t exit_code;
+    /* Its events per kind (weft_event_kind), from the footer of a version 3
+     * trace: a summary without reading the events. All 0 in older traces
+     * (weft_trace_summary.has_kinds says which). */
+    uint64_t kinds[WEFT_EV_KIND_COUNT];
 } weft_trace_thread;
 
 /* How the run ended. */
@@ -133,6 +138,7 @@ typedef struct weft_trace_summary {
     uint64_t makespan;      /* virtual ns: max end_time */
     uint32_t nthreads;
     weft_trace_thread *threads;
+    bool has_kinds; /* the threads' kinds[] were read from the footer */
 } weft_trace_summary;
 
 /* ---- weft's conventions (trace_conventions.c) ------------------------------------ */
@@ -359,12 +365,16 @@ void weft_code_map_free(weft_code_map *m);
 
 /* ---- views (weft info / weft export) --------------------------------------- */
 
-/* Summary in the style of Bhattacharya et al.'s Table 1: threads, events per thread, per-variable
- * per-thread R/W pattern, cross-thread write-write pair counts. */
 /* One line about a finished trace: threads, events by kind, makespan,
  * wall time, size (what weft trace ends with). 0, or -1 with err. */
 int weft_trace_print_summary(const char *path, double wall_s, FILE *out, char *err, size_t errlen);
-int weft_trace_print_info(weft_trace *t, weft_symbols *syms, FILE *out);
+/* Summary in the style of Bhattacharya et al.'s Table 1: threads, events per thread, per-variable
+ * per-thread R/W pattern, cross-thread write-write pair counts. The
+ * variables take two passes over the events; vars_wanted 1 computes them,
+ * 0 does not, -1 only up to WEFT_INFO_VARS_AUTO_MAX events (a version 3
+ * trace's thread table needs no pass; older traces are always read). */
+#define WEFT_INFO_VARS_AUTO_MAX 20000000u
+int weft_trace_print_info(weft_trace *t, weft_symbols *syms, int vars_wanted, FILE *out);
 
 typedef enum weft_export_format {
     WEFT_EXPORT_CHROME = 0, /* Chrome/Perfetto trace-event JSON */
