@@ -247,7 +247,7 @@ static const cli_option trace_options[] = {
     {"no-speculate", 0, NULL,
      "exact mode: gate every shared access in one run instead of gating\n"
      "what a checked run shows needs it (the trace is the same;\n"
-     "speculation may run the program up to 4 times and shows its\n"
+     "speculation may run the program up to 8 times and shows its\n"
      "output once)",
      CLI_FLAG, O(no_speculate), 0, 0, NULL, NULL},
     {"filter", 'f', "F",
@@ -294,7 +294,8 @@ static int run_trace(int argc, char **argv)
                      .argc = argc - first,
                      .sysroot = o.sysroot,
                      .timeout_s = (unsigned)o.timeout,
-                     .speculate = o.exact && !o.quantum && !o.no_speculate};
+                     .speculate = o.exact && !o.quantum && !o.no_speculate,
+                     .progress = !o.quiet};
     if (guest_check_binary(run.binary, run.sysroot) || weft_check_output(o.out))
         return WEFT_EXIT_FAIL;
     for (int i = 0; i < o.nvars; i++)

@@ -26,7 +26,12 @@
 #include "weft/guest.h"
 #include "weft/trace.h"
 
-#define SPEC_ATTEMPTS 4 /* the last one gates every access */
+/* The last one gates every access. Each earlier attempt that is not
+ * ordered gates at least one more pc, and costs about one run of the
+ * program; the fully gated one costs many (pigz, 16 MB: a checked run
+ * about 1 minute, the fully gated one over 18), so several are worth
+ * trying first. */
+#define SPEC_ATTEMPTS 8
 
 /* Functions whose plain accesses are gated from the first run, because
  * nearly every program would otherwise need a second: glibc's join reads
@@ -228,6 +233,11 @@ static int run_attempts(spec_run *s, const guest_run *run, const char *trace_pat
         int fresh = read_learnt(s);
         if (fresh == 0)
             break; /* nothing blamed: ordered like a fully gated run */
+        if (run->progress && fresh > 0 && n + 1 < SPEC_ATTEMPTS)
+            fprintf(stderr,
+                    "weft: exact mode: run %d (%.1f s) was not ordered: %d more instructions "
+                    "need a gate, %zu in all; running again\n",
+                    s->runs, r->wall_s, fresh, s->npcs);
         if (run->timeout_s && s->wall >= run->timeout_s) {
             weft_error("%s: timed out after %d runs, the last not ordered exactly", trace_path,
                        s->runs);
@@ -237,6 +247,11 @@ static int run_attempts(spec_run *s, const guest_run *run, const char *trace_pat
             n = SPEC_ATTEMPTS - 1; /* could not check: gate everything next */
         else if (write_gates(s) != 0)
             n = SPEC_ATTEMPTS - 1;
+        if (run->progress && n + 1 >= SPEC_ATTEMPTS)
+            fprintf(stderr,
+                    "weft: exact mode: run %d was not ordered%s; the last run gates every "
+                    "access (much slower)\n",
+                    s->runs, fresh < 0 ? " and could not be checked" : "");
     }
     free(args);
     return rc;

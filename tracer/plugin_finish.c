@@ -58,6 +58,15 @@ static void summary_outcome(weft_trace_summary *sum, uint32_t extra_flags,
                 "the trace is flagged unordered and may not repeat byte for byte\n",
                 st->late_gates, st->late_gates == 1 ? " was" : "s were");
     }
+    unsigned long timeouts = atomic_load(&g_plugin.host_timeouts);
+    if (timeouts) {
+        sum->flags |= WEFT_TRACE_UNORDERED;
+        fprintf(stderr,
+                "weft: %lu wait%s with a timeout ended by it (futex, sigtimedwait, ppoll or "
+                "pselect; the host's clock decides when): the trace is flagged unordered and may "
+                "not repeat byte for byte\n",
+                timeouts, timeouts == 1 ? "" : "s");
+    }
 }
 
 /* The thread table from the platform's view of the threads (who created

@@ -252,6 +252,9 @@ typedef struct plugin {
     atomic_ulong write_errors;
     _Atomic uint64_t flushed; /* events handed to the writer, counted for max_events */
     atomic_int capped;        /* max_events reached: record no more, flag the trace truncated */
+    /* Waits with a timeout that ended by it: when (and whether) that happens
+     * is the host clock's decision, not virtual time's. */
+    atomic_ulong host_timeouts;
     /* mmap'd regions, to find a new thread's stack from clone's newsp */
     pthread_mutex_t maps_lock;
     uint64_t *map_lo, *map_hi;

@@ -310,8 +310,30 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
     }
 }
 
+/* A wait whose timeout ended it (-ETIMEDOUT, -EAGAIN for sigtimedwait,
+ * nothing ready for ppoll / pselect6): the guest computed its deadline from
+ * the host's clock and the host's clock expired it, so how often this
+ * happens, and what the program does next, varies from run to run. */
+static int ended_by_timeout(const vcpu_state *v, int64_t num, int64_t ret)
+{
+    switch (num) {
+    case SYS_FUTEX:
+        return v->futex_waiting && ret == -110;
+    case SYS_RT_SIGTIMEDWAIT:
+        return ret == -11;
+    case SYS_PPOLL:
+        return ret == 0 && v->sys_args[2] != 0;
+    case SYS_PSELECT6:
+        return ret == 0 && v->sys_args[4] != 0;
+    default:
+        return 0;
+    }
+}
+
 static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
 {
+    if (ended_by_timeout(v, num, ret))
+        atomic_fetch_add(&g_plugin.host_timeouts, 1);
     weft_platform *p = g_plugin.platform;
     if (num == SYS_CLONE && !(v->sys_args[0] & CLONE_THREAD))
         weft_platform_forking(p, v->pe, 0);

@@ -520,11 +520,14 @@ int weft_trace_print_summary(const char *path, double wall_s, FILE *out, char *e
             "weft: traced %u thread%s, %" PRIu64 " events (%" PRIu64 " reads, %" PRIu64
             " writes, %" PRIu64 " atomics, %" PRIu64 " futex waits, %" PRIu64
             " syscalls); virtual makespan %" PRIu64 " ns; %.2f s wall; stall escapes %" PRIu64
-            "%s%s; trace %s (%lld bytes)\n",
+            "%s%s%s; trace %s (%lld bytes)\n",
             s->nthreads, s->nthreads == 1 ? "" : "s", weft_trace_event_count(t),
             counts[WEFT_EV_READ], counts[WEFT_EV_WRITE], counts[WEFT_EV_RMW],
             counts[WEFT_EV_FUTEX_WAIT], counts[WEFT_EV_SYSCALL], s->makespan, wall_s,
             s->stall_escapes, (s->flags & WEFT_TRACE_TRUNCATED) ? "; TRUNCATED" : "",
+            /* Said here too: the tracer's own line is lost when the guest
+             * closed its stderr before exiting (xz does). */
+            (s->flags & WEFT_TRACE_UNORDERED) ? "; UNORDERED (may not repeat byte for byte)" : "",
             rc < 0 ? "; CORRUPT" : "", path, size);
     weft_trace_close(t);
     return 0;

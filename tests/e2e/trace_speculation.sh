@@ -47,6 +47,9 @@ check "parallel8: gates $g_spec speculating vs $g_full fully gated (< 1/10)" \
 check "paper_avn: a second run gating what the first blamed" \
   grep -qE '^weft: exact mode: 2 runs; [1-9][0-9]* instructions were found to need a gate' \
   "$work/paper_avn.spec.err"
+check "paper_avn: the first run's redo said while it happens" \
+  grep -qE '^weft: exact mode: run 1 \([0-9.]+ s\) was not ordered: [1-9][0-9]* more instructions need a gate' \
+  "$work/paper_avn.spec.err"
 # A fork while other threads run hands the child memory as the host left
 # it: speculation gives up and the last run gates everything. (Not compared
 # byte for byte: the parent's wait4 blocks, which makes even fully gated
@@ -54,6 +57,8 @@ check "paper_avn: a second run gating what the first blamed" \
 trace spec -- "$WEFT_FIXTURES/fail_fork_exec"
 check "fail_fork_exec: gives up, the last run gating every access" \
   grep -q 'exact mode: 2 runs, the last gating every access' "$work/spec.err"
+check "fail_fork_exec: the fallback said before it runs" \
+  grep -q '^weft: exact mode: run 1 was not ordered and could not be checked; the last run gates every access' "$work/spec.err"
 check "fail_fork_exec: status 0, child seen once" \
   test "$(cat "$work/spec.st"):$(grep -Ec '^fork_exec: child exit (7|127)$' "$work/spec.out")" = 0:1
 

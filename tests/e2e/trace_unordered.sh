@@ -2,7 +2,8 @@
 # blocks in a read of a pipe comes back behind the others, and the trace is
 # flagged `unordered` with a line on stderr; with stdin at EOF or a regular
 # file (whose reads return at once, so the reader stays counted) nothing
-# departs and the trace is not flagged.
+# departs and the trace is not flagged. Waits ended by their timeout are
+# flagged and said too.
 source "$(dirname "$0")/lib.sh"
 fx="$WEFT_FIXTURES/fail_pipe_read"
 
@@ -24,6 +25,24 @@ for m in free exact; do
   done
 done
 check "stdin a file: two exact traces byte-identical" cmp -s "$work/file-exact1.wtr" "$work/file-exact2.wtr"
+
+# Waits that their timeout ends: the host's clock decides, said and flagged,
+# by the tracer and in weft's own summary line (which reads the trace, so it
+# is there even when the guest closed its stderr before exiting).
+for m in free exact; do
+  run_status st "$WEFT" trace --mode $m -o "$work/timed-$m.wtr" -- "$fx" timed </dev/null \
+    >"$work/timed-$m.out" 2>&1
+  check "timed waits, $m: status 0, the three waits timed out (got $st)" \
+    bash -c "test $st = 0 && grep -q '^timed out 3' '$work/timed-$m.out'"
+  check "timed waits, $m: said on stderr" \
+    grep -q '^weft: 3 waits with a timeout ended by it' "$work/timed-$m.out"
+  check "timed waits, $m: flagged unordered" \
+    bash -c "'$WEFT' info '$work/timed-$m.wtr' | grep -Eq '^flags .*unordered'"
+  check "timed waits, $m: the summary line says so" \
+    grep -q '^weft: traced .*; UNORDERED (may not repeat byte for byte); trace' "$work/timed-$m.out"
+done
+check "a file on stdin: the summary line does not say unordered" \
+  bash -c "! grep -q UNORDERED '$work/file-exact1.out'"
 
 set +e
 (sleep 1; echo hello) | timeout -s KILL 120 "$WEFT" trace --mode exact -o "$work/pipe.wtr" -- "$fx" \

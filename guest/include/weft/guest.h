@@ -46,6 +46,7 @@ typedef struct guest_run {
     int speculate;
     /* Files for the guest's stdout and stderr instead of weft's, or NULL. */
     const char *capture_out, *capture_err;
+    int progress; /* a line on stderr per speculative run that must be redone */
 } guest_run;
 
 typedef enum guest_end {
