@@ -9,6 +9,7 @@
  * running for qemu's exclusive sections, so gates give up when the process
  * is exiting and escape after a stall. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -484,6 +485,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         return -1;
     plugin_parallel_note_api(info->version.cur);
     g_plugin.owner_pid = getpid();
+    /* The guest shares qemu's fd table: a guest that closes its stderr
+     * before exiting (xz does) would silence the plugin's last lines. */
+    g_plugin.stderr_copy = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 500);
     pthread_atfork(NULL, NULL, after_fork_in_child);
     atomic_store(&g_plugin.exit_cycles, UINT64_MAX);
     atomic_store(&g_plugin.tb_flush_pending, -1);

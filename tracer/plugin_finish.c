@@ -1,6 +1,7 @@
 /* The trace's writer, opened (at start-up, or in a fork server's child) and
  * finished: the summary and thread table, written once by whichever comes
  * first (exit_group under a policy, qemu's exit, the deadlock watchdog). */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -127,6 +128,9 @@ void plugin_finish(uint32_t extra_flags)
     if (!(extra_flags & PLUGIN_ENDS_RUN))
         weft_platform_exiting(g_plugin.platform);
     extra_flags &= ~PLUGIN_ENDS_RUN;
+    /* The guest is done: its closed stderr may be weft's again. */
+    if (g_plugin.stderr_copy >= 0 && fcntl(STDERR_FILENO, F_GETFD) < 0)
+        dup2(g_plugin.stderr_copy, STDERR_FILENO);
     weft_platform_stats st;
     weft_platform_get_stats(g_plugin.platform, &st);
     uint32_t n = weft_platform_thread_count(g_plugin.platform);

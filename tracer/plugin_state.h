@@ -230,6 +230,7 @@ typedef struct plugin {
     weft_platform *platform;
     weft_trace_writer *writer;
     pid_t owner_pid; /* a forked guest child must not touch the trace */
+    int stderr_copy; /* weft's stderr, kept from the guest closing fd 2 (or -1) */
     /* Set in a forked guest child (pthread_atfork): its callbacks do
      * nothing. Its copy of the platform still counts the parent's threads,
      * which do not exist there, so any gate would wait for them. */
