@@ -94,7 +94,11 @@ static int parse_footer(weft_trace *t, const uint8_t *f, size_t len, char *why, 
     size_t table = (size_t)s->nthreads * FOOTER_THREAD;
     uint32_t nkinds = 0;
     s->has_kinds = t->meta.version >= 3;
-    if (s->has_kinds && s->nthreads <= WEFT_TRACE_MAX_THREADS && len >= FOOTER_FIXED + table + 4) {
+    if (s->has_kinds && s->nthreads <= WEFT_TRACE_MAX_THREADS) {
+        if (len < FOOTER_FIXED + table + 4) {
+            trc_seterr(why, wl, "corrupt footer (no event kinds table)");
+            return -1;
+        }
         nkinds = get_u32(f + 52 + table);
         if (nkinds == 0 || nkinds > WEFT_EV_KIND_COUNT) {
             trc_seterr(why, wl, "corrupt footer (%u event kinds)", nkinds);

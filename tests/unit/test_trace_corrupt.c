@@ -106,25 +106,32 @@ static void test_future_version(void **state)
     free(b);
 }
 
-/* A version 2 trace is version 3 without the footer's kinds table: made
- * from the small trace by cutting the table and recomputing both CRCs, it
- * must still be read, its summary counted by a pass over the events. */
-static void test_version2_still_read(void **state)
+/* The small trace without its footer's kinds table, labelled `version`
+ * (both CRCs recomputed); returns the new length. */
+static size_t cut_kinds_table(uint8_t *b, size_t n, uint32_t version)
 {
-    (void)state;
-    size_t n;
-    uint8_t *b = tt_slurp(small_trace(), &n);
     assert_int_equal(get_u32(b + 8), 3);
     uint32_t hlen = get_u32(b + 12);
-    put_u32(b + 8, 2);
+    put_u32(b + 8, version);
     put_u32(b + hlen - 4, trc_crc32(0, b, hlen - 4));
     uint64_t foot = get_u64(b + n - 16);
     uint32_t nthreads = get_u32(b + foot + 48);
     size_t flen = FOOTER_FIXED + (size_t)nthreads * FOOTER_THREAD;
     put_u32(b + foot + flen - 4, trc_crc32(0, b + foot, flen - 4));
     memcpy(b + foot + flen, b + n - 16, 16); /* the trailer, right after the shorter footer */
+    return foot + flen + 16;
+}
+
+/* A version 2 trace is version 3 without the footer's kinds table: made
+ * from the small trace, it must still be read, its summary counted by a
+ * pass over the events. Labelled version 3, the same bytes are corrupt. */
+static void test_version2_still_read(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = tt_slurp(small_trace(), &n);
     const char *p = tt_path("v2.wtr");
-    tt_spit(p, b, foot + flen + 16);
+    tt_spit(p, b, cut_kinds_table(b, n, 2));
     char err[512];
     weft_trace *t = weft_trace_open(p, err, sizeof err);
     if (!t)
@@ -143,6 +150,12 @@ static void test_version2_still_read(void **state)
     fclose(out);
     if (!strstr(line, "40 events (20 reads, 20 writes,"))
         fail_msg("summary of the version 2 trace: %s", line);
+    free(b);
+
+    b = tt_slurp(small_trace(), &n);
+    const char *p3 = tt_path("v3-no-kinds.wtr");
+    tt_spit(p3, b, cut_kinds_table(b, n, 3));
+    expect_open_error(p3, "corrupt footer (no event kinds table)");
     free(b);
 }
 
