@@ -377,18 +377,23 @@ static void var_list_free(var_list *l)
  * the last event (a fault is always its thread's last). Only the shared
  * addresses get patterns in pass 2, which keeps its memory to what the
  * report shows. -1: out of memory, or the trace's own error. */
+/* Keep ev as the run's last event, unless a fault came first: a fault is
+ * its thread's last event and what the run died of. */
+static inline void note_last(weft_event *last, bool *any, const weft_event *ev)
+{
+    if (!*any || last->kind != WEFT_EV_FAULT)
+        *last = *ev;
+    *any = true;
+}
+
 static int count_pass(weft_trace *t, uint64_t (*rw)[3], trc_addrmap *owners, weft_event *last,
                       bool *any)
 {
     weft_event ev;
     int r;
-    bool fault = false;
     weft_trace_rewind(t);
     while ((r = weft_trace_next(t, &ev)) == 1) {
-        if (!fault)
-            *last = ev;
-        *any = true;
-        fault |= ev.kind == WEFT_EV_FAULT;
+        note_last(last, any, &ev);
         if (!weft_event_is_access(ev.kind))
             continue;
         rw[ev.thread][ev.kind == WEFT_EV_READ ? 0 : ev.kind == WEFT_EV_WRITE ? 1 : 2]++;
@@ -441,12 +446,8 @@ static int last_pass(weft_trace *t, weft_event *last, bool *any)
     weft_event ev;
     int r;
     weft_trace_rewind(t);
-    while ((r = weft_trace_next(t, &ev)) == 1) {
-        if (*any && last->kind == WEFT_EV_FAULT)
-            continue; /* a fault is its thread's last, and what the run died of */
-        *last = ev;
-        *any = true;
-    }
+    while ((r = weft_trace_next(t, &ev)) == 1)
+        note_last(last, any, &ev);
     return r < 0 ? -1 : 0;
 }
 
@@ -525,8 +526,9 @@ int weft_trace_print_summary(const char *path, double wall_s, FILE *out, char *e
             counts[WEFT_EV_READ], counts[WEFT_EV_WRITE], counts[WEFT_EV_RMW],
             counts[WEFT_EV_FUTEX_WAIT], counts[WEFT_EV_SYSCALL], s->makespan, wall_s,
             s->stall_escapes, (s->flags & WEFT_TRACE_TRUNCATED) ? "; TRUNCATED" : "",
-            /* Said here too: the tracer's own line is lost when the guest
-             * closed its stderr before exiting (xz does). */
+            /* Said here too, from the trace itself: the tracer's own line
+             * comes from inside the guest's process, whose fds the guest
+             * owns (it keeps a copy of stderr, but a guest may close all). */
             (s->flags & WEFT_TRACE_UNORDERED) ? "; UNORDERED (may not repeat byte for byte)" : "",
             rc < 0 ? "; CORRUPT" : "", path, size);
     weft_trace_close(t);
