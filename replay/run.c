@@ -320,16 +320,14 @@ static int run_plain(const replay_config *c, uint64_t seed, const replay_run_fil
                      guest_result *r, uint32_t *flags)
 {
     char args[PATH_MAX * 4];
-    if (replay_plugin_args(c, seed, args, sizeof args)) {
+    /* sync=0: keep() fsyncs the traces that stay. */
+    if (replay_plugin_args(c, seed, args, sizeof args) || replay_run_args(c, args, sizeof args)) {
         weft_error("plugin arguments too long");
         return -2;
     }
     size_t al = strlen(args);
-    /* sync=0: the trace is read or removed at once; keep() fsyncs the ones
-     * that stay. */
-    snprintf(args + al, sizeof args - al,
-             ",sync=0,maxsize=0,maxev=%llu,out=%s,record=%s,switchlog=%s", REPLAY_RUN_MAX_EVENTS,
-             files->trace, files->record, files->switches);
+    snprintf(args + al, sizeof args - al, ",out=%s,record=%s,switchlog=%s", files->trace,
+             files->record, files->switches);
     guest_run run = c->run;
     run.plugin_args = args;
     run.timeout_s = c->timeout;

@@ -85,6 +85,14 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
     return n < (int)len ? 0 : -1;
 }
 
+int replay_run_args(const replay_config *c, char *buf, size_t len)
+{
+    size_t n = strlen(buf);
+    n += (size_t)snprintf(buf + n, len - n, ",sync=0,maxsize=0,maxev=%llu%s", REPLAY_RUN_MAX_EVENTS,
+                          c->save_trace ? "" : ",lazy=1");
+    return n < len ? 0 : -1;
+}
+
 /* Single-quote an argument for a shell when it needs it. */
 static size_t shell_word(char *buf, size_t len, const char *s)
 {

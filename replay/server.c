@@ -322,13 +322,12 @@ static int server_start(replay_server *s, const replay_config *c, unsigned slot,
     char out[PATH_MAX + 64], err[PATH_MAX + 64], args[PATH_MAX * 4];
     snprintf(out, sizeof out, "%s/tmp/server-%u.stdout", c->out_dir, slot);
     snprintf(err, sizeof err, "%s/tmp/server-%u.stderr", c->out_dir, slot);
-    if (replay_plugin_args(c, 0, args, sizeof args)) {
+    if (replay_plugin_args(c, 0, args, sizeof args) || replay_run_args(c, args, sizeof args)) {
         snprintf(why, whylen, "has plugin arguments too long for a server");
         return 1;
     }
     size_t al = strlen(args);
-    snprintf(args + al, sizeof args - al, ",sync=0,maxsize=0,maxev=%llu,server=%d:%d",
-             REPLAY_RUN_MAX_EVENTS, server_fd(0), server_fd(1));
+    snprintf(args + al, sizeof args - al, ",server=%d:%d", server_fd(0), server_fd(1));
     if (server_spawn(s, c, args, out, err, why, whylen))
         return 1;
     char line[512];

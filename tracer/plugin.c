@@ -404,6 +404,8 @@ static int parse_run_arg(plugin_config *c, const char *k, const char *val)
         c->max_bytes = x;
     else if (!strcmp(k, "sync") && num && x <= 1)
         c->not_durable = !x;
+    else if (!strcmp(k, "lazy") && num && x <= 1)
+        c->summary_only = (int)x;
     else if (!strcmp(k, "inject"))
         c->inject = val;
     else if (!strcmp(k, "injected"))

@@ -243,6 +243,9 @@ static void print_header(weft_trace *t, FILE *out)
     const weft_trace_settings *st = &m->settings;
     fprintf(out, "trace          %s (format %d, %" PRIu64 " events)\n", weft_trace_path(t),
             (int)m->version, weft_trace_event_count(t));
+    if (s->flags & WEFT_TRACE_SUMMARY_ONLY)
+        fprintf(out, "events         not kept: a campaign's run, summary only (run it alone with "
+                     "--save-trace for its events)\n");
     struct stat sb;
     uint64_t n = weft_trace_event_count(t);
     if (stat(weft_trace_path(t), &sb) == 0) {
@@ -292,12 +295,14 @@ static void print_header(weft_trace *t, FILE *out)
                 st->record & WEFT_RECORD_READS ? "" : "reads",
                 !(st->record & (WEFT_RECORD_READS | WEFT_RECORD_WRITES)) ? " and " : "",
                 st->record & WEFT_RECORD_WRITES ? "" : "writes");
-    static const char *const flag_names[] = {"complete", "truncated", "crashed",  "timed-out",
-                                             "deadlock", "stopped",   "livelock", "unordered"};
+    static const char *const flag_names[] = {"complete",  "truncated", "crashed",
+                                             "timed-out", "deadlock",  "stopped",
+                                             "livelock",  "unordered", "summary-only"};
+    enum { NFLAGS = sizeof flag_names / sizeof flag_names[0] };
     fprintf(out, "flags         ");
     if (!s->flags)
         fprintf(out, " none");
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < NFLAGS; i++)
         if (s->flags & (1u << i))
             fprintf(out, " %s", flag_names[i]);
     if (s->exit_status < 0)

@@ -297,8 +297,11 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
     return rc;
 }
 
-int weft_trace_writer_finish(weft_trace_writer *w, const weft_trace_summary *summary, char *err,
-                             size_t errlen)
+/* finish, or with summary_only its footer alone: an empty index merges no
+ * event, and the makespan still counts the last event of each thread, as
+ * the full merge's would. */
+static int writer_finish(weft_trace_writer *w, const weft_trace_summary *summary, bool summary_only,
+                         char *err, size_t errlen)
 {
     if (!w) {
         trc_seterr(err, errlen, "weft_trace_writer_finish: no writer");
@@ -313,8 +316,17 @@ int weft_trace_writer_finish(weft_trace_writer *w, const weft_trace_summary *sum
         uint32_t add = WEFT_TRACE_COMPLETE;
         if (w->stopped)
             add |= WEFT_TRACE_STOPPED | WEFT_TRACE_TRUNCATED;
-        rc = trc_merge_to_trace(w->path, w->fd, w->spool_path, &w->meta, &w->ix, summary, add,
-                                false, 0, !w->not_durable, err, errlen);
+        trc_spool_index none = {0};
+        weft_trace_summary s = summary ? *summary : (weft_trace_summary){0};
+        if (summary_only) {
+            add |= WEFT_TRACE_SUMMARY_ONLY;
+            for (uint32_t t = 0; t < w->ix.nthreads; t++)
+                if (w->ix.threads[t].events && w->ix.threads[t].last_time > s.makespan)
+                    s.makespan = w->ix.threads[t].last_time;
+        }
+        rc = trc_merge_to_trace(w->path, w->fd, w->spool_path, &w->meta,
+                                summary_only ? &none : &w->ix, summary || summary_only ? &s : NULL,
+                                add, false, 0, !w->not_durable, err, errlen);
         if (rc == 0) {
             unlink(w->spool_path);
             trc_live_close(&w->live, true);
@@ -322,6 +334,18 @@ int weft_trace_writer_finish(weft_trace_writer *w, const weft_trace_summary *sum
     }
     writer_free(w);
     return rc;
+}
+
+int weft_trace_writer_finish(weft_trace_writer *w, const weft_trace_summary *summary, char *err,
+                             size_t errlen)
+{
+    return writer_finish(w, summary, false, err, errlen);
+}
+
+int weft_trace_writer_finish_summary(weft_trace_writer *w, const weft_trace_summary *summary,
+                                     char *err, size_t errlen)
+{
+    return writer_finish(w, summary, true, err, errlen);
 }
 
 void weft_trace_writer_abort(weft_trace_writer *w)

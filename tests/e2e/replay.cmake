@@ -10,3 +10,5 @@ weft_e2e_test(e2e_replay_controls_bench replay_controls_bench.sh)
 # and replayed from its schedule file 10 times (--schedule).
 weft_e2e_test(e2e_replay_explain replay_explain.sh)
 weft_e2e_test(e2e_replay_fork_server replay_fork_server.sh)
+# Without --save-trace a campaign's runs keep the trace's footer alone.
+weft_e2e_test(e2e_replay_lazy_trace replay_lazy_trace.sh)

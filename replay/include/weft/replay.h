@@ -134,6 +134,12 @@ int replay_bounded_schedule(const replay_config *c, uint64_t seed, uint32_t *bou
 int replay_policy_args(const replay_config *c, uint64_t seed, char *buf, size_t len);
 /* The plugin arguments of a replay with this config and seed (no out=). */
 int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t len);
+/* Appends what a campaign's run (a qemu of its own or a server's child) adds
+ * to replay_plugin_args: its trace is read or removed at once (sync=0), has
+ * no size limit but REPLAY_RUN_MAX_EVENTS, and without --save-trace keeps no
+ * event unless the run deadlocks or livelocks (lazy=1: weft reads the
+ * outcome from the footer, the events only to say who waits on what). */
+int replay_run_args(const replay_config *c, char *buf, size_t len);
 
 /* Shell command reproducing one seed of this config. */
 void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size_t len);

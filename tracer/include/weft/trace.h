@@ -130,6 +130,10 @@ typedef struct weft_trace_thread {
  * blocked, a stall escape): ordering departed from the ideal platform's, and
  * the same command may not give the same trace byte for byte. */
 #define WEFT_TRACE_UNORDERED 0x80u
+/* The events were not kept, only the header and the footer (whose thread
+ * table, makespan and flags are the run's; its counts are zero): a
+ * campaign's run whose trace nobody reads (weft_trace_writer_finish_summary). */
+#define WEFT_TRACE_SUMMARY_ONLY 0x100u
 
 typedef struct weft_trace_summary {
     uint32_t flags;         /* WEFT_TRACE_* */
@@ -272,6 +276,14 @@ void weft_trace_writer_set_durable(weft_trace_writer *w, int durable);
  * unmapping them (in the tracer a write to an unmapped buffer was a host
  * fault, which qemu reports as the guest's SIGSEGV). */
 void weft_trace_writer_set_lingering(weft_trace_writer *w);
+
+/* As finish, but the trace keeps no event: header and footer only, flagged
+ * WEFT_TRACE_SUMMARY_ONLY. The footer's thread table, makespan and flags are
+ * those finish would write (its per-thread and per-kind counts are zero).
+ * For a run of which only the outcome is read: decoding and re-encoding
+ * the spool was a seventh of a campaign's run on a small program. */
+int weft_trace_writer_finish_summary(weft_trace_writer *w, const weft_trace_summary *summary,
+                                     char *err, size_t errlen);
 
 /* Drop the writer and its spool without producing a trace. */
 void weft_trace_writer_abort(weft_trace_writer *w);
