@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -232,6 +233,18 @@ static void pass_fds(const guest_fd *fds, size_t n)
     }
 }
 
+/* Where qemu finds a copy of its stderr for the tracer (errfd=): below a
+ * fork server's two pipes at the top of the fd range. Made here, in the
+ * forked child, because the kernel grows a multithreaded process's fd
+ * table past 64 only after an RCU grace period: the tracer's own dup to a
+ * high fd cost every qemu start 10-15 ms. */
+static int stderr_copy_fd(void)
+{
+    struct rlimit rl;
+    rlim_t top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024 ? rl.rlim_cur : 1024;
+    return (int)top - 3;
+}
+
 int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid_t *out_pid)
 {
     char *args[run->argc + 8];
@@ -247,7 +260,8 @@ int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid
         if (!plugin)
             return -1;
         /* argi tells the plugin where the guest's argv starts in qemu's. */
-        snprintf(plugin_opt, sizeof plugin_opt, "%s,%s,argi=%d", plugin, run->plugin_args, k + 2);
+        snprintf(plugin_opt, sizeof plugin_opt, "%s,%s,errfd=%d,argi=%d", plugin, run->plugin_args,
+                 stderr_copy_fd(), k + 2);
         args[k++] = "-plugin";
         args[k++] = plugin_opt;
     }
@@ -284,6 +298,8 @@ int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid
                  : capture(run->capture_err, STDERR_FILENO)))
             _exit(127);
         pass_fds(fds, nfds);
+        if (run->plugin_args && dup2(STDERR_FILENO, stderr_copy_fd()) < 0)
+            _exit(127);
         execvpe(args[0], args, env);
         fprintf(stderr, "weft: cannot run %s: %s\n", args[0], strerror(errno));
         _exit(127);

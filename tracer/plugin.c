@@ -343,6 +343,7 @@ static void config_defaults(plugin_config *c)
     if (mf && plugin_parse_u64(mf, &c->min_free) != 0)
         c->min_free = PLUGIN_MIN_FREE;
     c->argi = -1;
+    c->errfd = -1;
 }
 
 /* An argument that goes into the trace's settings (its header records
@@ -406,6 +407,8 @@ static int parse_run_arg(plugin_config *c, const char *k, const char *val)
         c->not_durable = !x;
     else if (!strcmp(k, "lazy") && num && x <= 1)
         c->summary_only = (int)x;
+    else if (!strcmp(k, "errfd") && num && x >= 3 && x < 65536)
+        c->errfd = (int)x;
     else if (!strcmp(k, "inject"))
         c->inject = val;
     else if (!strcmp(k, "injected"))
@@ -488,8 +491,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     plugin_parallel_note_api(info->version.cur);
     g_plugin.owner_pid = getpid();
     /* The guest shares qemu's fd table: a guest that closes its stderr
-     * before exiting (xz does) would silence the plugin's last lines. */
-    g_plugin.stderr_copy = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 500);
+     * before exiting (xz does) would silence the plugin's last lines. weft
+     * passes a copy (errfd=, guest.c says why); by hand, the plugin dups
+     * one, which costs an RCU grace period. Not for the guest's children. */
+    g_plugin.stderr_copy =
+        g_plugin.cfg.errfd >= 0 && fcntl(g_plugin.cfg.errfd, F_SETFD, FD_CLOEXEC) == 0
+            ? g_plugin.cfg.errfd
+            : fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 500);
     pthread_atfork(NULL, NULL, after_fork_in_child);
     atomic_store(&g_plugin.exit_cycles, UINT64_MAX);
     atomic_store(&g_plugin.tb_flush_pending, -1);

@@ -300,6 +300,10 @@ static void become_child(const request *rq, const pct_config *cfg, pct_policy *p
     take_open_files();
     take_stream(1, rq->stdout_path);
     take_stream(2, rq->stderr_path);
+    /* The copy kept for a guest that closes fd 2 is this run's stderr now,
+     * not the server's (which weft reads once and removes). */
+    if (g_plugin.stderr_copy >= 0)
+        dup2(STDERR_FILENO, g_plugin.stderr_copy);
     char err[512];
     if (sched_adopt(cfg, policy, rq->record, rq->switchlog, err, sizeof err)) {
         fprintf(stderr, "weft-tracer: %s\n", err);

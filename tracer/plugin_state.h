@@ -125,6 +125,7 @@ typedef struct plugin_config {
     uint64_t min_free;    /* ... or when its file system has less free (0: never) */
     int not_durable;      /* sync=0: the trace is not fsynced (a campaign's run) */
     int summary_only; /* lazy=1: no events in the trace unless the run deadlocked or livelocked */
+    int errfd;        /* errfd=N: weft's copy of qemu's stderr, or -1 */
 } plugin_config;
 
 /* Replays: which plain accesses are schedule points. */
