@@ -233,16 +233,21 @@ static void pass_fds(const guest_fd *fds, size_t n)
     }
 }
 
-/* Where qemu finds a copy of its stderr for the tracer (errfd=): below a
- * fork server's two pipes at the top of the fd range. Made here, in the
- * forked child, because the kernel grows a multithreaded process's fd
- * table past 64 only after an RCU grace period: the tracer's own dup to a
- * high fd cost every qemu start 10-15 ms. */
-static int stderr_copy_fd(void)
+int guest_fd_top(void)
 {
     struct rlimit rl;
     rlim_t top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024 ? rl.rlim_cur : 1024;
-    return (int)top - 3;
+    return (int)top;
+}
+
+/* Where qemu finds a copy of its stderr for the tracer (errfd=): below a
+ * fork server's two pipes. Made here, in the forked child, because the
+ * kernel grows a multithreaded process's fd table past 64 only after an
+ * RCU grace period: the tracer's own dup to a high fd cost every qemu
+ * start 10-15 ms. */
+static int stderr_copy_fd(void)
+{
+    return guest_fd_top() - 3;
 }
 
 int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid_t *out_pid)

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -226,9 +225,7 @@ static char *slurp(const char *path, size_t *n)
  * files get the numbers they get in a qemu of their own. */
 static int server_fd(int which)
 {
-    struct rlimit rl;
-    rlim_t top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024 ? rl.rlim_cur : 1024;
-    return (int)top - 2 + which;
+    return guest_fd_top() - 2 + which;
 }
 
 /* A regular stdin: each server reads its own from where weft's is, as its

@@ -85,6 +85,12 @@ typedef struct guest_fd {
  * It keeps 0, 1, 2 (or the run's capture files) and `fds`, no other fd of
  * weft's. 0 with *pid, or -1 after one line. */
 int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid_t *pid);
+/* One past the highest fd qemu's helpers take (the soft RLIMIT_NOFILE, at
+ * most 1024): weft's own fds for qemu sit just below it, so that the
+ * guest's files get the numbers they get in a plain qemu. guest_spawn_qemu
+ * puts the tracer's copy of stderr at top - 3; a fork server's pipes take
+ * top - 2 and top - 1. */
+int guest_fd_top(void);
 /* Path of the tracer plugin: WEFT_PLUGIN, else ../tracer or ../WEFT_PKGLIBDIR
  * next to the weft binary; NULL (and one line printed) if none exists. */
 const char *guest_plugin_path(void);
