@@ -1,4 +1,5 @@
-/* The trace writer's block output, fed by the k-way merge (trace_merge.c).
+/* The trace writer's version 1 block output (WEFT_TRACE_ZSTD_LEVEL=0), fed
+ * by the k-way merge (trace_merge.c); versions 2 and 3: trace_frameout.c.
  *
  * The merge (decoding the spool, choosing the next record) and the output
  * (encoding blocks, checksumming and writing them) each take about half of
@@ -10,7 +11,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <zstd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,69 +49,6 @@ static void block_encode(block_out *b, const mblock *mb)
     b->nblocks++;
 }
 
-/* Compress and write the frame filled so far. zstd with a fixed level, one
- * thread and no dictionary gives the same bytes for the same input, which
- * keeps traces byte-identical run to run. */
-static void frame_write(block_out *b)
-{
-    if (!b->fn)
-        return;
-    /* Each thread's records together, threads in id order (a counting
-     * sort, stable): a thread's loop then repeats in one piece for zstd to
-     * match instead of interleaved with the others', and no record pays
-     * for a thread switch. Readers merge them back by (time, thread). */
-    uint32_t nt = b->fr.nslots;
-    memset(b->tpos, 0, ((size_t)nt + 1) * sizeof *b->tpos);
-    for (uint32_t i = 0; i < b->fn; i++)
-        b->tpos[b->frec[i].thread + 1]++;
-    for (uint32_t t = 0; t < nt; t++)
-        b->tpos[t + 1] += b->tpos[t];
-    for (uint32_t i = 0; i < b->fn; i++)
-        b->fsorted[b->tpos[b->frec[i].thread]++] = b->frec[i];
-    trc_frame_reset(&b->fr, b->frec[0].time);
-    trc_frame_put(&b->fr, b->fsorted, b->fn);
-    size_t raw = trc_frame_finish(&b->fr, b->raw);
-    size_t z =
-        ZSTD_compress2(b->zc, b->zbuf + FRAME_HDR_SIZE, b->zcap - FRAME_HDR_SIZE, b->raw, raw);
-    if (ZSTD_isError(z)) {
-        if (!b->o->err)
-            b->o->err = ENOMEM; /* the only way it fails with a bound-sized buffer */
-        b->fn = 0;
-        return;
-    }
-    uint8_t *h = b->zbuf;
-    put_u32(h, FRAME_MAGIC);
-    put_u32(h + 4, b->fn);
-    put_u32(h + 8, (uint32_t)raw);
-    put_u32(h + 12, (uint32_t)z);
-    put_u64(h + 16, b->fr.base_time);
-    put_u32(h + 24, trc_crc32(trc_crc32(0, h, 24), h + FRAME_HDR_SIZE, z));
-    trc_out_write(b->o, h, FRAME_HDR_SIZE + z);
-    trc_out_flush(b->o); /* a frame is large: no point in copying it into the buffer */
-    b->nblocks++;
-    b->fn = 0;
-}
-
-static void frame_add(block_out *b, const mblock *mb)
-{
-    for (uint32_t i = 0; i < mb->n;) {
-        uint32_t k = mb->n - i < FRAME_EVENTS - b->fn ? mb->n - i : FRAME_EVENTS - b->fn;
-        memcpy(b->frec + b->fn, mb->rec + i, k * sizeof *mb->rec);
-        b->fn += k;
-        i += k;
-        if (b->fn == FRAME_EVENTS)
-            frame_write(b);
-    }
-}
-
-static void encode(block_out *b, const mblock *mb)
-{
-    if (b->level)
-        frame_add(b, mb);
-    else
-        block_encode(b, mb);
-}
-
 static void *encoder_main(void *arg)
 {
     block_out *b = arg;
@@ -124,7 +61,7 @@ static void *encoder_main(void *arg)
         if (b->tail == b->head)
             break;
         pthread_mutex_unlock(&b->lock);
-        encode(b, &b->slot[b->tail % b->nslots]);
+        block_encode(b, &b->slot[b->tail % b->nslots]);
         pthread_mutex_lock(&b->lock);
         b->tail++;
         if (b->merge_waits && b->head - b->tail <= b->nslots / 2) {
@@ -137,29 +74,12 @@ static void *encoder_main(void *arg)
 }
 
 /* 0, or -1 if out of memory; a thread that does not start is not an error. */
-int block_out_start(block_out *b, trc_out *o, uint32_t nthreads, int level)
+int block_out_start(block_out *b, trc_out *o, uint32_t nthreads)
 {
     b->o = o;
-    b->level = level;
-    if (level) {
-        b->zcap = FRAME_HDR_SIZE + ZSTD_compressBound(FRAME_RAW_MAX(FRAME_EVENTS));
-        b->raw = malloc(FRAME_RAW_MAX(FRAME_EVENTS));
-        b->zbuf = malloc(b->zcap);
-        b->zc = ZSTD_createCCtx();
-        b->frec = malloc(FRAME_EVENTS * sizeof *b->frec);
-        b->fsorted = malloc(FRAME_EVENTS * sizeof *b->fsorted);
-        b->tpos = malloc(((size_t)nthreads + 1) * sizeof *b->tpos);
-        if (!b->raw || !b->zbuf || !b->zc || !b->frec || !b->fsorted || !b->tpos ||
-            trc_frame_init(&b->fr, nthreads) < 0 ||
-            trc_frame_alloc_streams(&b->fr, FRAME_EVENTS) < 0 ||
-            ZSTD_isError(ZSTD_CCtx_setParameter(b->zc, ZSTD_c_compressionLevel, level)) ||
-            ZSTD_isError(ZSTD_CCtx_setParameter(b->zc, ZSTD_c_checksumFlag, 0)) ||
-            ZSTD_isError(ZSTD_CCtx_setParameter(b->zc, ZSTD_c_nbWorkers, 0)))
-            return -1;
-    } else if (trc_delta_init(&b->d, nthreads, false) < 0) {
+    if (trc_delta_init(&b->d, nthreads, false) < 0)
         return -1;
-    }
-    b->nslots = level ? RING_SLOTS_FRAMES : RING_SLOTS_BLOCKS;
+    b->nslots = RING_SLOTS_BLOCKS;
     b->slot = malloc(b->nslots * sizeof *b->slot);
     if (!b->slot)
         return -1;
@@ -209,7 +129,7 @@ mblock *block_out_next(block_out *b)
 void block_out_publish(block_out *b, mblock *mb)
 {
     if (!b->threaded) {
-        encode(b, mb);
+        block_encode(b, mb);
         return;
     }
     pthread_mutex_lock(&b->lock);
@@ -237,20 +157,11 @@ void block_out_stop(block_out *b)
         pthread_mutex_destroy(&b->lock);
         b->threaded = false;
     }
-    if (b->level)
-        frame_write(b); /* the last, partial frame */
 }
 
 void block_out_free(block_out *b)
 {
     block_out_stop(b);
     trc_delta_free(&b->d);
-    trc_frame_free(&b->fr);
-    ZSTD_freeCCtx(b->zc);
-    free(b->frec);
-    free(b->fsorted);
-    free(b->tpos);
-    free(b->raw);
-    free(b->zbuf);
     free(b->slot);
 }

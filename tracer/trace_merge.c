@@ -1,9 +1,10 @@
-/* From spool to canonical trace: a k-way merge over the per-thread chunk
- * lists (salvage of a spool whose writer never finished is in
- * trace_salvage.c, and ends here too).
+/* From spool to canonical trace (salvage of a spool whose writer never
+ * finished is in trace_salvage.c, and ends here too): per-thread cursors
+ * over the chunk lists, then frames cut from them (trace_select.c) or, for
+ * version 1 blocks, a k-way merge of every record.
  *
- * Memory is O(threads x chunk): each thread's cursor holds one encoded
- * chunk and decodes it one event at a time; the output holds one block. */
+ * Memory is O(threads x chunk) for the cursors, plus one frame's records
+ * per slot of the frame output; the merge holds one block. */
 #include "trace_internal.h"
 
 #include <errno.h>
@@ -20,38 +21,7 @@
 /* Output buffer: fewer, larger writes; it must hold a whole block. */
 #define OUT_BUF_SIZE (1u << 20)
 
-/* Per-thread facts gathered while merging, used to complete the table. */
-typedef struct thread_stats {
-    uint64_t events, first, last;
-    uint64_t kinds[WEFT_EV_KIND_COUNT];
-    uint32_t parent; /* from THREAD_START (the creator's index, UINT32_MAX: none) */
-    int32_t exit_code;
-    bool exited, started;
-} thread_stats;
-
-/* One thread's position in its chunk list. */
-typedef struct cursor {
-    size_t chunk; /* chunks loaded so far; the last one is in buf */
-    uint8_t *buf; /* its header and payload */
-    size_t cap;
-    const uint8_t *p, *end;
-    uint32_t left; /* records of the loaded chunk not yet decoded */
-    trc_chunk_state d;
-    trc_rec *rec;       /* decoded batch; rec[i..n) not merged yet */
-    uint32_t i, n, max; /* max: capacity of rec */
-} cursor;
-
-typedef struct merge {
-    int spool_fd;
-    const char *spool_path;
-    const trc_spool_index *ix;
-    char *err;
-    size_t errlen;
-    cursor *cur;
-    thread_stats *st;
-} merge;
-
-static int cursor_load(merge *m, uint32_t t, cursor *c)
+static int cursor_load(trc_merge *m, uint32_t t, trc_cursor *c)
 {
     const trc_chunk *k = &m->ix->threads[t].v[c->chunk];
     size_t need = CHUNK_HDR_SIZE + (size_t)k->len;
@@ -85,11 +55,9 @@ static int cursor_load(merge *m, uint32_t t, cursor *c)
     return 0;
 }
 
-/* Decode thread t's next batch of records and account for them in its
- * stats: 1 = got some, 0 = the thread is done, -1 = error. */
-static int cursor_fill(merge *m, uint32_t t)
+int trc_merge_decode(trc_merge *m, uint32_t t, trc_rec *out, uint32_t max)
 {
-    cursor *c = &m->cur[t];
+    trc_cursor *c = &m->cur[t];
     const trc_thread_chunks *tc = &m->ix->threads[t];
     while (c->left == 0) {
         if (c->chunk >= tc->n)
@@ -97,29 +65,27 @@ static int cursor_fill(merge *m, uint32_t t)
         if (cursor_load(m, t, c) < 0)
             return -1;
     }
-    uint32_t n = c->left < c->max ? c->left : c->max;
+    uint32_t n = c->left < max ? c->left : max;
     const char *why = NULL;
-    if (trc_chunk_decode(&c->d, &c->p, c->end, c->rec, n, &why) < 0) {
+    if (trc_chunk_decode(&c->d, &c->p, c->end, out, n, &why) < 0) {
         trc_seterr(m->err, m->errlen, "%s: undecodable event of thread %u: %s", m->spool_path, t,
                    why);
         return -1;
     }
     c->left -= n;
-    c->i = 0;
-    c->n = n;
     /* Times never decrease within a chunk (deltas are unsigned), so only
      * the step from the previous batch needs checking. */
-    thread_stats *x = &m->st[t];
-    if (x->events && c->rec[0].time < x->last) {
+    trc_thread_stats *x = &m->st[t];
+    if (x->events && out[0].time < x->last) {
         trc_seterr(m->err, m->errlen, "%s: thread %u goes back in time", m->spool_path, t);
         return -1;
     }
     if (!x->events)
-        x->first = c->rec[0].time;
+        x->first = out[0].time;
     x->events += n;
-    x->last = c->rec[n - 1].time;
+    x->last = out[n - 1].time;
     for (uint32_t i = 0; i < n; i++) {
-        const trc_rec *r = &c->rec[i];
+        const trc_rec *r = &out[i];
         x->kinds[r->kind < WEFT_EV_KIND_COUNT ? r->kind : 0]++;
         if (r->kind == WEFT_EV_THREAD_START && !x->started) {
             x->parent = r->addr > UINT32_MAX ? UINT32_MAX : (uint32_t)r->addr;
@@ -129,6 +95,19 @@ static int cursor_fill(merge *m, uint32_t t)
             x->exit_code = (int32_t)r->addr;
         }
     }
+    return (int)n;
+}
+
+/* Version 1: decode thread t's next batch into its cursor: 1 = got some,
+ * 0 = the thread is done, -1 = error. */
+static int cursor_fill(trc_merge *m, uint32_t t)
+{
+    trc_cursor *c = &m->cur[t];
+    int n = trc_merge_decode(m, t, c->rec, c->max);
+    if (n <= 0)
+        return n;
+    c->i = 0;
+    c->n = (uint32_t)n;
     return 1;
 }
 
@@ -216,7 +195,7 @@ static inline void lt_replay(ltree *t, uint32_t w)
     t->node[0] = cand;
 }
 
-static weft_trace_thread *build_threads(const weft_trace_summary *s, const thread_stats *st,
+static weft_trace_thread *build_threads(const weft_trace_summary *s, const trc_thread_stats *st,
                                         uint32_t nst, uint32_t *nout, uint64_t *max_time)
 {
     uint32_t n = s && s->nthreads > nst ? s->nthreads : nst;
@@ -225,7 +204,7 @@ static weft_trace_thread *build_threads(const weft_trace_summary *s, const threa
         return NULL;
     *max_time = 0;
     for (uint32_t i = 0; i < n; i++) {
-        const thread_stats *x = i < nst ? &st[i] : NULL;
+        const trc_thread_stats *x = i < nst ? &st[i] : NULL;
         if (s && i < s->nthreads) {
             t[i] = s->threads[i];
         } else {
@@ -279,7 +258,9 @@ typedef struct merge_out {
     char *tmp;
     int fd;
     trc_out o;
-    block_out b;
+    block_out b;      /* version 1 */
+    frame_out f;      /* versions 2 and 3 */
+    bool started;     /* b or f */
     bool durable;     /* fsync the file and its folder (trace.h) */
     uint32_t version; /* 3 (frames, kinds in the footer), or 1 (zstd level 0) */
 } merge_out;
@@ -327,7 +308,9 @@ static int out_open(merge_out *w, const weft_trace_meta *meta, uint32_t nt, char
     }
     trc_out_write(&w->o, hdr, hlen);
     free(hdr);
-    if (block_out_start(&w->b, &w->o, nt, level) < 0) {
+    w->started = true;
+    if ((level ? frame_out_start(&w->f, &w->o, nt, level) : block_out_start(&w->b, &w->o, nt)) <
+        0) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         return -1;
     }
@@ -336,11 +319,11 @@ static int out_open(merge_out *w, const weft_trace_meta *meta, uint32_t nt, char
 
 /* Give each cursor its batch and decode the first one, so every thread with
  * events has a key in the tree before the first match is played. */
-static int merge_prime(merge *m, ltree *lt, trc_rec *recs)
+static int merge_prime(trc_merge *m, ltree *lt, trc_rec *recs)
 {
     trc_rec *next = recs;
     for (uint32_t t = 0; t < m->ix->nthreads; t++) {
-        cursor *c = &m->cur[t];
+        trc_cursor *c = &m->cur[t];
         uint64_t ev = m->ix->threads[t].events;
         c->rec = next;
         c->max = ev < MERGE_BATCH ? (uint32_t)ev : MERGE_BATCH;
@@ -359,14 +342,14 @@ static int merge_prime(merge *m, ltree *lt, trc_rec *recs)
 /* The k-way merge proper: hand the overall winner to the block output, step
  * its cursor, replay its path. Ties in time go to the lower thread id, which
  * is what makes the order (and so the trace's bytes) canonical. */
-static int merge_events(merge *m, ltree *lt, block_out *b, uint64_t *nevents)
+static int merge_events(trc_merge *m, ltree *lt, block_out *b, uint64_t *nevents)
 {
     mblock *mb = block_out_next(b);
     for (;;) {
         uint32_t t = lt->node[0];
         if (lt->key[t].rank == LT_DONE)
             break;
-        cursor *c = &m->cur[t];
+        trc_cursor *c = &m->cur[t];
         mb->rec[mb->n] = c->rec[c->i];
         if (++mb->n == BLOCK_EVENTS) {
             block_out_publish(b, mb);
@@ -393,8 +376,8 @@ static int merge_events(merge *m, ltree *lt, block_out *b, uint64_t *nevents)
 /* The footer's summary: the writer's when it finished (salvage has none and
  * rebuilds it from what the merge saw), with the merge's event counts. The
  * thread table is malloc'd into s->threads. */
-static int merged_summary(const weft_trace_summary *summary, const thread_stats *st, uint32_t nt,
-                          uint32_t add_flags, bool salvage, int32_t exit_status,
+static int merged_summary(const weft_trace_summary *summary, const trc_thread_stats *st,
+                          uint32_t nt, uint32_t add_flags, bool salvage, int32_t exit_status,
                           weft_trace_summary *s)
 {
     uint64_t max_time;
@@ -415,7 +398,8 @@ static int out_footer(merge_out *w, const weft_trace_summary *s, uint64_t nevent
 {
     uint64_t foot_off = w->o.off;
     uint8_t *foot = NULL;
-    size_t flen = trc_footer_encode(s, nevents, w->b.nblocks, &foot);
+    size_t flen =
+        trc_footer_encode(s, nevents, w->version > 1 ? w->f.nframes : w->b.nblocks, &foot);
     if (!flen) {
         free(foot);
         trc_seterr(err, errlen, "%s: out of memory", w->path);
@@ -459,12 +443,14 @@ static int out_commit(merge_out *w, char *err, size_t errlen)
  * descriptor goes, and a failed merge leaves no temporary file behind. */
 static void out_close(merge_out *w, bool failed)
 {
-    block_out_stop(&w->b);
+    if (w->started && w->version > 1)
+        frame_out_free(&w->f);
+    else if (w->started)
+        block_out_free(&w->b);
     if (w->fd >= 0)
         close(w->fd);
     if (failed && w->tmp)
         unlink(w->tmp);
-    block_out_free(&w->b);
     trc_out_free(&w->o);
     free(w->tmp);
 }
@@ -475,7 +461,7 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
                        int32_t exit_status, bool durable, char *err, size_t errlen)
 {
     uint32_t nt = ix->nthreads;
-    merge m = {spool_fd, spool_path, ix, err, errlen, NULL, NULL};
+    trc_merge m = {spool_fd, spool_path, ix, err, errlen, NULL, NULL};
     merge_out w = {.path = path, .fd = -1, .o = {.fd = -1}, .durable = durable};
     weft_trace_summary s = {0};
     ltree lt = {0};
@@ -483,19 +469,31 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
     int rc = -1;
     m.cur = calloc(nt ? nt : 1, sizeof *m.cur);
     m.st = calloc(nt ? nt : 1, sizeof *m.st);
-    trc_rec *recs = alloc_batches(ix);
-    if (!m.cur || !m.st || !recs || lt_init(&lt, nt) < 0) {
+    trc_rec *recs = NULL;
+    if (!m.cur || !m.st) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }
-    if (out_open(&w, meta, nt, err, errlen) < 0 || merge_prime(&m, &lt, recs) < 0)
+    if (out_open(&w, meta, nt, err, errlen) < 0)
         goto out;
-    if (lt_build(&lt) < 0) {
-        trc_seterr(err, errlen, "%s: out of memory", path);
-        goto out;
+    if (w.version > 1) {
+        if (trc_select_frames(&m, &w.f, &nevents) < 0)
+            goto out;
+        frame_out_stop(&w.f);
+    } else {
+        if (!(recs = alloc_batches(ix)) || lt_init(&lt, nt) < 0) {
+            trc_seterr(err, errlen, "%s: out of memory", path);
+            goto out;
+        }
+        if (merge_prime(&m, &lt, recs) < 0)
+            goto out;
+        if (lt_build(&lt) < 0) {
+            trc_seterr(err, errlen, "%s: out of memory", path);
+            goto out;
+        }
+        if (merge_events(&m, &lt, &w.b, &nevents) < 0)
+            goto out;
     }
-    if (merge_events(&m, &lt, &w.b, &nevents) < 0)
-        goto out;
     if (merged_summary(summary, m.st, nt, add_flags, salvage, exit_status, &s) < 0) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
