@@ -5,6 +5,8 @@
  * in test_trace_encoding.c. */
 #include "test_trace_common.h"
 
+#include "trace_internal.h" /* FRAME_EVENTS, FRAME_HDR_SIZE */
+
 #include <pthread.h>
 #include <sys/resource.h>
 
@@ -312,6 +314,34 @@ static void test_large_stream(void **state)
     assert_int_equal(n, nthreads * per);
     assert_int_equal(weft_trace_get_summary(t)->threads[3].events, per);
     weft_trace_close(t);
+
+    /* Every frame but the last holds exactly FRAME_EVENTS records: with the
+     * reader's check that no record comes before one of an earlier frame,
+     * each frame is exactly the next FRAME_EVENTS in canonical order, ties
+     * in time across threads (the streams above start one apart and step
+     * by 1 or 2) split at frame ends as (time, thread) order has it. */
+    size_t flen;
+    uint8_t *file = tt_slurp(path, &flen);
+    uint64_t foot = 0, off = 0, frames = 0, last_count = 0;
+    for (int i = 0; i < 8; i++)
+        foot |= (uint64_t)file[flen - 16 + i] << (8 * i);
+    for (int i = 0; i < 4; i++)
+        off |= (uint64_t)file[12 + i] << (8 * i);
+    while (off < foot) {
+        uint32_t count = 0, comp = 0;
+        for (int i = 0; i < 4; i++) {
+            count |= (uint32_t)file[off + 4 + i] << (8 * i);
+            comp |= (uint32_t)file[off + 12 + i] << (8 * i);
+        }
+        if (frames)
+            assert_int_equal(last_count, FRAME_EVENTS);
+        last_count = count;
+        frames++;
+        off += FRAME_HDR_SIZE + comp;
+    }
+    free(file);
+    assert_int_equal(off, foot);
+    assert_int_equal(frames, (nthreads * per + FRAME_EVENTS - 1) / FRAME_EVENTS);
 
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
