@@ -31,7 +31,7 @@ typedef struct lookahead {
 static int extend(trc_merge *m, lookahead *a, uint32_t t)
 {
     if (a->n + SELECT_BATCH > a->cap) {
-        if (a->h >= a->cap / 2) {
+        if (a->h && a->h >= a->cap / 2) {
             memmove(a->r, a->r + a->h, (size_t)(a->n - a->h) * sizeof *a->r);
             a->n -= a->h;
             a->h = 0;
