@@ -364,7 +364,8 @@ static void command_lines(const char *dir)
 
 /* The traces of one format version: WEFT_TRACE_ZSTD_LEVEL=0 makes the
  * writer write version 1. Spools are written with the current version's
- * header whatever the level (fuzz/corpus/spool/v1_* are older ones). */
+ * header whatever the level (fuzz/corpus/spool/v1_* are older ones, wchk_*
+ * spools of chunks before their records were predicted). */
 static void traces(const char *tdir, const char *sdir, int version)
 {
     setenv("WEFT_TRACE_ZSTD_LEVEL", version == 1 ? "0" : "1", 1);

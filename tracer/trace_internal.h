@@ -19,7 +19,7 @@
 #define TRAILER_MAGIC "WEFTEND\0"
 #define BLOCK_MAGIC 0x4b4c4257u /* "WBLK" little-endian */
 #define FRAME_MAGIC 0x4d524657u /* "WFRM" little-endian */
-#define CHUNK_MAGIC 0x4b484357u /* "WCHK" little-endian */
+#define CHUNK_MAGIC 0x324b4357u /* "WCK2" little-endian (WCHK: before predictions) */
 
 #define BLOCK_HDR_SIZE 24 /* magic, count, payload_len, base_time, crc */
 #define CHUNK_HDR_SIZE 28 /* magic, thread, count, payload_len, base_time, crc */
@@ -236,18 +236,39 @@ typedef struct trc_rec {
     uint16_t flags;
 } trc_rec;
 
-/* Delta state of a chunk: its thread, and that thread's previous time, addr
- * and pc. */
+/* A chunk's predictions (docs/trace-format.md, "The spool"): small
+ * direct-mapped tables, cleared at each chunk so that chunks decode on
+ * their own, and small enough to stay in the first-level cache. */
+#define CHUNK_PRED_BITS 8
+#define CHUNK_PRED (1u << CHUNK_PRED_BITS)
+typedef struct trc_chunk_next {
+    uint64_t key, pc, dt; /* after the pc `key`: the next pc and time step */
+    uint16_t flags;
+    uint8_t kind, size, valid;
+} trc_chunk_next;
+typedef struct trc_chunk_addr {
+    uint64_t key, addr, stride; /* the pc `key`'s last address and stride */
+    uint8_t valid;
+} trc_chunk_addr;
+typedef struct trc_chunk_pred {
+    trc_chunk_next next[CHUNK_PRED];
+    trc_chunk_addr addr[CHUNK_PRED];
+} trc_chunk_pred;
+
+/* Delta state of a chunk: its thread, that thread's previous time, addr
+ * and pc, and the predictions so far. Start a chunk with time = its base
+ * time, the rest zero. */
 typedef struct trc_chunk_state {
     uint64_t time, addr, pc;
     uint32_t thread;
+    trc_chunk_pred pred;
 } trc_chunk_state;
 
 /* Encode n >= 1 events as a chunk payload (delta state starting at
  * (ev[0].time, 0, 0)); returns its length (at most n * REC_MAX). */
 size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n);
-/* Decode n records from *p (advanced past them) into out; same checks and
- * reasons as trc_rec_decode. Returns 0, or -1 with the reason in *why. */
+/* Decode n records from *p (advanced past them) into out; checks as
+ * trc_rec_decode's. Returns 0, or -1 with the reason in *why. */
 int trc_chunk_decode(trc_chunk_state *s, const uint8_t **p, const uint8_t *end, trc_rec *out,
                      uint32_t n, const char **why);
 

@@ -148,7 +148,7 @@ static void test_limits_stop_writer(void **state)
     size_t appended = 0;
     append_until_stopped(w, &appended);
     assert_int_equal(weft_trace_writer_stopped(w, NULL), WEFT_TRACE_STOP_SIZE);
-    assert_true(appended > 0 && appended * 4 < 100000); /* a spool event is 4+ bytes */
+    assert_true(appended > 0 && appended < 100000); /* a spool event is 1+ bytes */
     assert_int_equal(weft_trace_writer_finish(w, NULL, err, sizeof err), 0);
     weft_trace *t = weft_trace_open(path, err, sizeof err);
     assert_non_null(t);
