@@ -166,7 +166,7 @@ typedef struct run_counts {
 /* What a round's runs are for (bits). */
 enum {
     ROUND_FIRST = 1, /* the visible operations alone are points (no pcs learnt yet) */
-    ROUND_LEARN = 2  /* learning: stop each run at 64 MB of trace */
+    ROUND_LEARN = 2  /* learning: stop each run at 32 MB of spool */
 };
 
 /* One profiling run under the random policy with seed `seed` and the
@@ -196,13 +196,14 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
         return;
     size_t al = strlen(args);
     /* The first ten million events or so are enough to see the shared
-     * addresses: a learning run stops after 64 MB of trace, so that a real
+     * addresses: a learning run stops after 32 MB of spool (at about 3 bytes
+     * an event on a real program, docs/trace-format.md), so that a real
      * program's learning costs a fraction of one of its schedules and a
      * guest that spins for the whole time limit does not write gigabytes
      * here. A run that counts steps goes on to the end, recording no more
      * after ten million events. */
     al += how & ROUND_LEARN
-              ? (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu", 64ull << 20)
+              ? (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu", 32ull << 20)
               : (size_t)snprintf(args + al, sizeof args - al, ",maxev=%llu", 10000000ull);
     snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
     guest_result r;

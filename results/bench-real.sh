@@ -75,7 +75,7 @@ write_table() {
     echo "Output: the compressed bytes of every weft run compared with plain qemu's."
     echo "exact twice: two exact traces of the same command, byte for byte. Replay:"
     echo "\`weft replay --sched pct --runs 1\`: its profiling (rounds of 3 random schedules until"
-    echo "the points settle; learning runs stop at 64 MB of events, one round of whole runs counts) and the one PCT run,"
+    echo "the points settle; learning runs stop at 32 MB of spool, about ten million events, one round of whole runs counts) and the one PCT run,"
     echo "against one plain run. SKIP_EXACT=${SKIP_EXACT:-}, SKIP_REPLAY=${SKIP_REPLAY:-} (1: not measured, -)."
     echo
     echo "| program | plain s | free s (×) | sync+w s (×) | exact s (×) | events | bytes/event | output | exact twice | replay: profiling s (×) | replay: PCT run s (×) |"
