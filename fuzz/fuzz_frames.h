@@ -1,4 +1,4 @@
-/* Version 2 traces with their frames' payloads stored uncompressed (the
+/* Version 2 and 3 traces with their frames' payloads stored uncompressed (the
  * "raw form"), so that libFuzzer's byte mutations reach the stream decoder
  * (tracer/trace_frame.c): mutated zstd bytes almost never decompress, so
  * without this only the frame headers and the zstd library would be
@@ -14,17 +14,18 @@
 
 #define FZ_FRAME_HDR 28
 
-/* Rewrite every frame of the version 2 trace d[0..n) that fits between the
+/* Rewrite every frame of the version 2 or 3 trace d[0..n) (their frames are
+ * the same; version 3's footer only counts more) that fits between the
  * header and the footer with `raw` (1: compress the payload as it is, which
  * becomes raw_len; 0: decompress it to the header's raw_len, which becomes
  * comp_len too), fixing each frame's lengths and CRC and the trailer's
  * footer offset. Bytes that do not form a frame are copied as they are.
  * Returns the new trace (malloc'd, *outn bytes), or NULL if d is not a
- * version 2 trace with a plausible header and trailer, or a payload does
+ * version 2 or 3 trace with a plausible header and trailer, or a payload does
  * not decompress. */
 static inline uint8_t *fz_frames_map(const uint8_t *d, size_t n, int raw, size_t *outn)
 {
-    if (n < 16 + 16 || memcmp(d, "WEFTTRC", 8) != 0 || fz_u32(d + 8) != 2)
+    if (n < 16 + 16 || memcmp(d, "WEFTTRC", 8) != 0 || (fz_u32(d + 8) != 2 && fz_u32(d + 8) != 3))
         return NULL;
     uint64_t hl = fz_u32(d + 12), foff = fz_u64(d + n - 16);
     if (hl < 20 || hl > foff || foff > n - 16)
