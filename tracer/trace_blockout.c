@@ -7,7 +7,7 @@
  * runs on a helper thread fed through a ring of merged blocks. The guest is
  * gone by then and its cores are idle. If the thread cannot be started the
  * merge encodes each block itself; the bytes are the same either way. */
-#include "trace_internal.h"
+#include "trace_finish.h"
 
 #include <errno.h>
 #include <pthread.h>

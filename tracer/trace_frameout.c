@@ -9,7 +9,7 @@
  * writes, in frame order. The bytes do not depend on which helper encoded
  * which frame, nor on whether any helper started (the caller then encodes
  * each frame itself). The guest is gone by then and its cores are idle. */
-#include "trace_internal.h"
+#include "trace_finish.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -78,7 +78,7 @@ static void *encoder_main(void *arg)
         encode(e, j);
         pthread_mutex_lock(&f->lock);
         j->encoded = true;
-        pthread_cond_broadcast(&f->wake_main);
+        pthread_cond_signal(&f->wake_main); /* the caller is its only waiter */
     }
     pthread_mutex_unlock(&f->lock);
     return NULL;
@@ -89,7 +89,6 @@ int frame_out_start(frame_out *f, trc_out *o, uint32_t nthreads, int level)
 {
     memset(f, 0, sizeof *f);
     f->o = o;
-    f->level = level;
     size_t zcap = FRAME_HDR_SIZE + ZSTD_compressBound(FRAME_RAW_MAX(FRAME_EVENTS));
     for (int i = 0; i < FRAME_SLOTS; i++) {
         f->job[i].rec = malloc(FRAME_EVENTS * sizeof(trc_rec));

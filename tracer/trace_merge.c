@@ -5,7 +5,7 @@
  *
  * Memory is O(threads x chunk) for the cursors, plus one frame's records
  * per slot of the frame output; the merge holds one block. */
-#include "trace_internal.h"
+#include "trace_finish.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,7 +13,7 @@
  * Memory: one frame plus at most one decode batch per thread beyond it
  * (a thread is decoded further only while its last decoded record is the
  * earliest among the threads', see fill_until). */
-#include "trace_internal.h"
+#include "trace_finish.h"
 
 #include <stdlib.h>
 #include <string.h>
