@@ -103,6 +103,9 @@ struct weft_platform {
     std::atomic<uint64_t> late{0}; // gates passed behind the kernel's time (not replaying)
     uint64_t deadlock_seen = 0;
     std::atomic<uint64_t> progress_epoch{0}; // bumped by weft_platform_progress
+    // Has anyone read progress_epoch since its last bump? If not, another
+    // bump tells nobody anything: a write then costs a load, not a locked add.
+    std::atomic<bool> progress_seen{true};
 
     // Replay (a policy from pct/ decides who runs; see replay.cpp).
     pct_policy *policy = nullptr;

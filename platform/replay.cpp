@@ -394,6 +394,8 @@ void weft_platform_forking(weft_platform *p, int pe, int on)
 int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
 {
     std::lock_guard<std::mutex> g(p->mu);
+    // Before the epoch is read: a write that then finds it unseen came before.
+    p->progress_seen.store(true);
     Slot &s = p->slots[pe];
     if (s.spin_epoch != p->progress_epoch.load(std::memory_order_relaxed)) {
         s.spin_epoch = p->progress_epoch.load(std::memory_order_relaxed);
@@ -424,8 +426,12 @@ void weft_platform_progress(weft_platform *p, int pe)
 {
     (void)pe;
     // Every write outside a stack comes here: no lock, and under a policy
-    // one thread runs at a time, so the line does not bounce.
-    p->progress_epoch.fetch_add(1, std::memory_order_relaxed);
+    // one thread runs at a time, so the line does not bounce. Only the
+    // first write after a spinner looked bumps the epoch.
+    if (p->progress_seen.load()) {
+        p->progress_seen.store(false);
+        p->progress_epoch.fetch_add(1);
+    }
 }
 
 size_t weft_platform_describe_spinners(weft_platform *p, char *buf, size_t len)
