@@ -161,6 +161,10 @@ int plugin_open_writer(char *err, size_t errlen)
         return -1;
     weft_trace_writer_set_limits(g_plugin.writer, g_plugin.cfg.max_bytes, g_plugin.cfg.min_free);
     weft_trace_writer_set_durable(g_plugin.writer, !g_plugin.cfg.not_durable);
+    /* lazy=1: the events are read only to tell a deadlock's waits, from
+     * each thread's last ones (replay/run.c walks back 256 pcs at most). */
+    if (g_plugin.cfg.summary_only)
+        weft_trace_writer_keep_tail(g_plugin.writer, PLUGIN_TAIL_EVENTS);
     /* The run ends right after its trace (exit_group under a policy, a
      * deadlock, a livelock) while threads that have not begun may still
      * bind their buffers: see plugin_finish. */

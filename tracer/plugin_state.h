@@ -19,6 +19,8 @@
 
 #define PLUGIN_MAX_VCPUS WEFT_TRACE_BUF_SLOTS
 #define PLUGIN_BUF_EVENTS WEFT_TRACE_BUF_EVENTS
+/* Events per thread a lazy run keeps (see plugin_open_writer). */
+#define PLUGIN_TAIL_EVENTS (2 * PLUGIN_BUF_EVENTS)
 /* Default trace limits (see docs/trace-format.md, "Limits"): a spool of
  * 4 GiB is ~650 million events, minutes of tracing and more than any of
  * weft's analyses handles comfortably; the final trace is several times

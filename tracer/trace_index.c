@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int trc_index_add(trc_spool_index *ix, uint32_t thread, const trc_chunk *c)
+static int index_grow(trc_spool_index *ix, uint32_t thread)
 {
     if (thread >= ix->nthreads) {
         trc_thread_chunks *t = realloc(ix->threads, ((size_t)thread + 1) * sizeof *t);
@@ -16,6 +16,22 @@ int trc_index_add(trc_spool_index *ix, uint32_t thread, const trc_chunk *c)
         ix->threads = t;
         ix->nthreads = thread + 1;
     }
+    return 0;
+}
+
+int trc_index_skip(trc_spool_index *ix, uint32_t thread, uint64_t n, uint64_t last_time)
+{
+    if (index_grow(ix, thread) < 0)
+        return -1;
+    ix->threads[thread].skipped += n;
+    ix->threads[thread].last_time = last_time;
+    return 0;
+}
+
+int trc_index_add(trc_spool_index *ix, uint32_t thread, const trc_chunk *c)
+{
+    if (index_grow(ix, thread) < 0)
+        return -1;
     trc_thread_chunks *t = &ix->threads[thread];
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 16;

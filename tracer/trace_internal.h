@@ -329,6 +329,13 @@ int trc_frame_done(const trc_frame *f, const char **why);
  * length. */
 size_t trc_chunk_build(uint8_t *out, uint32_t thread, const weft_event *ev, size_t n);
 
+/* A writer keeping only tails (weft_trace_writer_keep_tail) writes, for
+ * each append, a record of what it did not keep, shaped like a chunk
+ * header with no payload: magic, thread, count, 0, the time of the last of
+ * those events, crc of bytes [0, 24). Salvage then still knows each
+ * thread's event count and last time. */
+#define SKIP_MAGIC 0x504b5357u /* "WSKP" little-endian */
+
 /* The record a writer that stopped appends to its spool, for salvage. */
 #define STOP_MAGIC 0x50545357u /* "WSTP" little-endian */
 #define STOP_SIZE 16           /* magic, reason, crc of the first 8 bytes, 0 */
@@ -382,7 +389,8 @@ typedef struct trc_thread_chunks {
     trc_chunk *v;
     size_t n, cap;
     uint64_t last_time; /* time of the thread's last appended event */
-    uint64_t events;
+    uint64_t events;    /* in the chunks */
+    uint64_t skipped;   /* appended but not kept (skip records) */
 } trc_thread_chunks;
 
 typedef struct trc_spool_index {
@@ -391,6 +399,13 @@ typedef struct trc_spool_index {
 } trc_spool_index;
 
 int trc_index_add(trc_spool_index *ix, uint32_t thread, const trc_chunk *c);
+/* Count n events of thread up to last_time as appended but not kept. */
+int trc_index_skip(trc_spool_index *ix, uint32_t thread, uint64_t n, uint64_t last_time);
+/* Has the thread appended anything, kept or not? Then last_time is its. */
+static inline bool trc_index_seen(const trc_spool_index *ix, uint32_t thread)
+{
+    return thread < ix->nthreads && (ix->threads[thread].events || ix->threads[thread].skipped);
+}
 void trc_index_free(trc_spool_index *ix);
 
 /* Merge the spool's chunks into the canonical trace at path (via a tmp file

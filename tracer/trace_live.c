@@ -195,7 +195,7 @@ static size_t slot_events(const weft_trace_buf *b, const trc_spool_index *ix, si
     uint32_t t = b->thread, n = b->n;
     if (t >= WEFT_TRACE_MAX_THREADS || n > WEFT_TRACE_BUF_EVENTS)
         return 0;
-    uint64_t have = t < ix->nthreads ? ix->threads[t].events : 0;
+    uint64_t have = t < ix->nthreads ? ix->threads[t].events + ix->threads[t].skipped : 0;
     /* Fewer in the spool than the buffer follows: the spool lost a chunk
      * (torn), and events after a gap would be misnumbered. */
     if (have < b->base || have - b->base >= n)
@@ -256,7 +256,7 @@ int trc_live_salvage(const char *path, int spool_fd, trc_spool_index *ix, uint64
     }
     if (fault_seq && fault.kind == WEFT_EV_FAULT) {
         trc_thread_chunks *tc = fault_thread < ix->nthreads ? &ix->threads[fault_thread] : NULL;
-        if (tc && tc->events && fault.time < tc->last_time)
+        if (tc && trc_index_seen(ix, fault_thread) && fault.time < tc->last_time)
             fault.time = tc->last_time;
         rc = append_chunks(spool_fd, ix, end, fault_thread, &fault, 1);
     }

@@ -377,13 +377,23 @@ static int merge_events(trc_merge *m, ltree *lt, block_out *b, uint64_t *nevents
  * rebuilds it from what the merge saw), with the merge's event counts. The
  * thread table is malloc'd into s->threads. */
 static int merged_summary(const weft_trace_summary *summary, const trc_thread_stats *st,
-                          uint32_t nt, uint32_t add_flags, bool salvage, int32_t exit_status,
-                          weft_trace_summary *s)
+                          const trc_spool_index *ix, uint32_t add_flags, bool salvage,
+                          int32_t exit_status, weft_trace_summary *s)
 {
     uint64_t max_time;
-    s->threads = build_threads(summary, st, nt, &s->nthreads, &max_time);
+    s->threads = build_threads(summary, st, ix->nthreads, &s->nthreads, &max_time);
     if (!s->threads)
         return -1;
+    /* Events a tail-keeping writer did not keep (salvage saw their skip
+     * records) still ended their threads where they did. */
+    for (uint32_t t = 0; t < ix->nthreads && !summary; t++) {
+        uint64_t last = ix->threads[t].last_time;
+        if (ix->threads[t].skipped && last > s->threads[t].end_time) {
+            s->threads[t].end_time = last;
+            if (last > max_time)
+                max_time = last;
+        }
+    }
     s->flags = (summary ? summary->flags : 0) | add_flags;
     s->exit_status = summary && !salvage ? summary->exit_status : exit_status;
     s->stall_escapes = summary ? summary->stall_escapes : 0;
@@ -494,7 +504,7 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
         if (merge_events(&m, &lt, &w.b, &nevents) < 0)
             goto out;
     }
-    if (merged_summary(summary, m.st, nt, add_flags, salvage, exit_status, &s) < 0) {
+    if (merged_summary(summary, m.st, ix, add_flags, salvage, exit_status, &s) < 0) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }

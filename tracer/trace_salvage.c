@@ -33,6 +33,16 @@ static int scan_spool(int fd, uint64_t off, trc_spool_index *ix, uint64_t *end, 
         if (got != (ssize_t)sizeof h)
             break;
         uint32_t thread = get_u32(h + 4), count = get_u32(h + 8), len = get_u32(h + 12);
+        uint64_t prev = trc_index_seen(ix, thread) ? ix->threads[thread].last_time : 0;
+        if (get_u32(h) == SKIP_MAGIC) { /* events a tail-keeping writer did not keep */
+            uint64_t last = get_u64(h + 16);
+            if (thread >= WEFT_TRACE_MAX_THREADS || count == 0 || len != 0 || last < prev ||
+                trc_crc32(0, h, 24) != get_u32(h + 24) ||
+                trc_index_skip(ix, thread, count, last) < 0)
+                break;
+            off += sizeof h;
+            continue;
+        }
         if (get_u32(h) != CHUNK_MAGIC || thread >= WEFT_TRACE_MAX_THREADS || count == 0 ||
             count > BLOCK_MAX_EVENTS || len > PAYLOAD_MAX)
             break;
@@ -50,8 +60,6 @@ static int scan_spool(int fd, uint64_t off, trc_spool_index *ix, uint64_t *end, 
          * thread's stream monotonic as the writer guaranteed (within a chunk
          * it is by construction). */
         trc_chunk c = {.off = off, .count = count, .len = len, .base_time = get_u64(h + 16)};
-        uint64_t prev =
-            thread < ix->nthreads && ix->threads[thread].events ? ix->threads[thread].last_time : 0;
         trc_chunk_state st = {.time = c.base_time, .thread = thread};
         const uint8_t *p = buf;
         const char *why;

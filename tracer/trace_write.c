@@ -5,7 +5,9 @@
  * `path`.spool under a mutex, in arrival order. Only a small index of the
  * chunks stays in memory. finish() merges the per-thread chunk lists into
  * canonical order (trace_merge.c), so the file depends on each thread's
- * stream and not on how the host threads interleaved their appends. */
+ * stream and not on how the host threads interleaved their appends.
+ * A writer keeping tails only (a campaign's run whose trace nobody reads)
+ * keeps each thread's last events in memory and spools skip records. */
 #include "trace_internal.h"
 
 #include <errno.h>
@@ -29,6 +31,14 @@ struct weft_trace_writer {
     trc_live live;
     uint64_t max_bytes, min_free, next_check, free_seen;
     bool not_durable;
+    /* weft_trace_writer_keep_tail: each thread's last `tail` events, in a
+     * ring per thread; the spool gets skip records only. */
+    uint32_t tail;
+    struct writer_tail {
+        weft_event *ev; /* [tail] */
+        uint64_t n;     /* appended so far: the newest is ev[(n - 1) % tail] */
+    } * tails;
+    uint32_t ntails;
     int stopped; /* WEFT_TRACE_STOP_*, sticky */
     bool failed; /* sticky: the first error is reported by finish */
     char errmsg[512];
@@ -48,6 +58,9 @@ static void writer_free(weft_trace_writer *w)
     if (w->fd >= 0)
         close(w->fd);
     trc_live_close(&w->live, false);
+    for (uint32_t t = 0; t < w->ntails; t++)
+        free(w->tails[t].ev);
+    free(w->tails);
     trc_meta_free(&w->meta);
     trc_index_free(&w->ix);
     pthread_mutex_destroy(&w->lock);
@@ -224,6 +237,99 @@ static int check_events(weft_trace_writer *w, uint32_t thread, const weft_event 
     return 0;
 }
 
+void weft_trace_writer_keep_tail(weft_trace_writer *w, uint32_t events_per_thread)
+{
+    if (w)
+        w->tail = events_per_thread;
+}
+
+/* The ring of thread t, made on its first append; NULL: out of memory. */
+static struct writer_tail *tail_of(weft_trace_writer *w, uint32_t t)
+{
+    if (t >= w->ntails) {
+        uint32_t n = t + 1 > 2 * w->ntails ? t + 1 : 2 * w->ntails;
+        struct writer_tail *v = realloc(w->tails, (size_t)n * sizeof *v);
+        if (!v)
+            return NULL;
+        memset(v + w->ntails, 0, (size_t)(n - w->ntails) * sizeof *v);
+        w->tails = v;
+        w->ntails = n;
+    }
+    struct writer_tail *r = &w->tails[t];
+    if (!r->ev)
+        r->ev = malloc((size_t)w->tail * sizeof *r->ev);
+    return r->ev ? r : NULL;
+}
+
+/* An append that keeps the events' tail in memory and writes a skip
+ * record: recording a run whose events nobody reads (a campaign's, without
+ * --save-trace) cost a fifth of a real program's run in encoding and
+ * writing them. */
+static int tail_append(weft_trace_writer *w, uint32_t thread, const weft_event *events, size_t n)
+{
+    uint8_t rec[CHUNK_HDR_SIZE] = {0};
+    put_u32(rec, SKIP_MAGIC);
+    put_u32(rec + 4, thread);
+    put_u32(rec + 8, (uint32_t)n);
+    put_u64(rec + 16, events[n - 1].time);
+    put_u32(rec + 24, trc_crc32(0, rec, 24));
+    int rc = 0;
+    pthread_mutex_lock(&w->lock);
+    struct writer_tail *r = NULL;
+    if (w->failed) {
+        rc = -1;
+    } else if (limits_allow(w, sizeof rec)) {
+        rc = 1;
+    } else if (trc_index_seen(&w->ix, thread) && events[0].time < w->ix.threads[thread].last_time) {
+        rc = writer_fail(w, "%s: thread %u: event time %llu is before the previous event (%llu)",
+                         w->path, thread, (unsigned long long)events[0].time,
+                         (unsigned long long)w->ix.threads[thread].last_time);
+    } else if (!(r = tail_of(w, thread)) || trc_index_skip(&w->ix, thread, n, events[n - 1].time)) {
+        rc = writer_fail(w, "%s: out of memory", w->path);
+    } else {
+        int e = trc_write_all(w->fd, rec, sizeof rec);
+        if (e)
+            rc = writer_fail(w, "%s: write failed: %s", w->spool_path, strerror(e));
+        w->off += sizeof rec;
+        size_t k = n < w->tail ? n : w->tail, at = (size_t)((r->n + n - k) % w->tail);
+        size_t first = k < w->tail - at ? k : w->tail - at; /* up to the ring's end */
+        memcpy(r->ev + at, events + n - k, first * sizeof *events);
+        memcpy(r->ev, events + n - k + first, (k - first) * sizeof *events);
+        r->n += n;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
+/* Finishing with events after tail_append: the tails go to the spool as
+ * chunks, in a fresh index for the merge (the skip records are not read). */
+static int tail_chunks(weft_trace_writer *w, trc_spool_index *tix)
+{
+    uint8_t *buf = malloc(CHUNK_HDR_SIZE + (size_t)BLOCK_EVENTS * REC_MAX);
+    weft_event *ev = malloc((size_t)w->tail * sizeof *ev);
+    int rc = buf && ev ? 0 : -1;
+    for (uint32_t t = 0; t < w->ntails && rc == 0; t++) {
+        const struct writer_tail *r = &w->tails[t];
+        uint64_t k = r->n < w->tail ? r->n : w->tail;
+        for (uint64_t i = 0; i < k; i++)
+            ev[i] = r->ev[(r->n - k + i) % w->tail];
+        for (uint64_t i = 0; i < k && rc == 0; i += BLOCK_EVENTS) {
+            size_t cnt = k - i < BLOCK_EVENTS ? (size_t)(k - i) : BLOCK_EVENTS;
+            size_t len = trc_chunk_build(buf, t, ev + i, cnt);
+            trc_chunk c = {.off = w->off,
+                           .count = (uint32_t)cnt,
+                           .len = (uint32_t)(len - CHUNK_HDR_SIZE),
+                           .base_time = ev[i].time};
+            if (trc_write_all(w->fd, buf, len) || trc_index_add(tix, t, &c) < 0)
+                rc = -1;
+            w->off += len;
+        }
+    }
+    free(buf);
+    free(ev);
+    return rc;
+}
+
 int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_event *events,
                              size_t n)
 {
@@ -240,6 +346,8 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
     }
     if (check_events(w, thread, events, n) < 0)
         return -1;
+    if (w->tail)
+        return tail_append(w, thread, events, n);
 
     /* Encode outside the lock so appends of different threads overlap. */
     size_t nchunks = (n + BLOCK_EVENTS - 1) / BLOCK_EVENTS;
@@ -272,7 +380,7 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
         rc = -1;
     } else if (limits_allow(w, len)) {
         rc = 1;
-    } else if (tc && tc->events && events[0].time < tc->last_time) {
+    } else if (trc_index_seen(&w->ix, thread) && events[0].time < tc->last_time) {
         rc = writer_fail(w, "%s: thread %u: event time %llu is before the previous event (%llu)",
                          w->path, thread, (unsigned long long)events[0].time,
                          (unsigned long long)tc->last_time);
@@ -316,17 +424,28 @@ static int writer_finish(weft_trace_writer *w, const weft_trace_summary *summary
         uint32_t add = WEFT_TRACE_COMPLETE;
         if (w->stopped)
             add |= WEFT_TRACE_STOPPED | WEFT_TRACE_TRUNCATED;
-        trc_spool_index none = {0};
+        trc_spool_index none = {0}, tails = {0};
+        const trc_spool_index *ix = summary_only ? &none : &w->ix;
         weft_trace_summary s = summary ? *summary : (weft_trace_summary){0};
-        if (summary_only) {
+        for (uint32_t t = 0; t < w->ix.nthreads; t++)
+            if (trc_index_seen(&w->ix, t) && w->ix.threads[t].last_time > s.makespan)
+                s.makespan = w->ix.threads[t].last_time;
+        if (summary_only)
             add |= WEFT_TRACE_SUMMARY_ONLY;
-            for (uint32_t t = 0; t < w->ix.nthreads; t++)
-                if (w->ix.threads[t].events && w->ix.threads[t].last_time > s.makespan)
-                    s.makespan = w->ix.threads[t].last_time;
+        else if (w->tail) { /* the threads' last events only */
+            add |= WEFT_TRACE_TRUNCATED;
+            ix = &tails;
         }
-        rc = trc_merge_to_trace(w->path, w->fd, w->spool_path, &w->meta,
-                                summary_only ? &none : &w->ix, summary || summary_only ? &s : NULL,
-                                add, false, 0, !w->not_durable, err, errlen);
+        if (ix == &tails && tail_chunks(w, &tails) < 0) {
+            trc_seterr(err, errlen, "%s: cannot write the threads' last events: %s", w->spool_path,
+                       strerror(errno ? errno : ENOMEM));
+            rc = -1;
+        } else {
+            rc = trc_merge_to_trace(w->path, w->fd, w->spool_path, &w->meta, ix,
+                                    summary || summary_only || w->tail ? &s : NULL, add, false, 0,
+                                    !w->not_durable, err, errlen);
+        }
+        trc_index_free(&tails);
         if (rc == 0) {
             unlink(w->spool_path);
             trc_live_close(&w->live, true);

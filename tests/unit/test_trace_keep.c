@@ -7,13 +7,15 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#define TAIL 96 /* a tail-keeping writer's; 3000 is not a multiple: the ring wraps */
+
 /* Thread 0 appends one full buffer and keeps 911 more events buffered;
  * thread 1 has 2 events in its buffer, a third written but not published,
- * and a faulting access noted after them; then the process dies like qemu
- * does, without any exit code. */
-static void child_buffers_and_dies(const char *path, int unused)
+ * and a faulting access noted after them; with `tail` (a writer keeping
+ * TAIL events per thread) thread 2 appends 10 events at 20000 and buffers
+ * none. Then the process dies like qemu does, without any exit code. */
+static void child_buffers_and_dies(const char *path, int tail)
 {
-    (void)unused;
     char err[512];
     weft_trace_meta m = tt_meta();
     weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
@@ -21,6 +23,13 @@ static void child_buffers_and_dies(const char *path, int unused)
     weft_trace_buf *b1 = w ? weft_trace_writer_buf(w, 9) : NULL;
     if (!b0 || !b1 || weft_trace_writer_buf(w, 3) != b0)
         _exit(2);
+    weft_event b2[10];
+    for (uint64_t i = 0; i < 10; i++)
+        b2[i] = tt_ev(20000 + i, WEFT_EV_READ, 0x6000, 0x400800, 4);
+    if (tail)
+        weft_trace_writer_keep_tail(w, TAIL);
+    if (tail && weft_trace_writer_append(w, 2, b2, 10) != 0)
+        _exit(5);
     b0->thread = 0;
     b1->thread = 1;
     for (uint32_t i = 0; i < 5007; i++) {
@@ -213,10 +222,110 @@ static void test_lingering_buffers(void **state)
     assert_int_equal(run_child(write_after_finish, tt_path("unmapped.wtr"), 0), SIGSEGV);
 }
 
+/* ---- a writer that keeps only the threads' tails ---- */
+
+/* Thread 0: 3000 events at 10.. (pc 0x400000 + i % 1000), thread 1: 50
+ * at 5..; tail mode; with `bad`, then an append going back in time. */
+static weft_trace_writer *tail_writer(const char *path, int bad)
+{
+    char err[512];
+    weft_trace_meta m = tt_meta();
+    weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
+    assert_non_null(w);
+    weft_trace_writer_keep_tail(w, TAIL);
+    weft_event b[1000];
+    for (uint64_t round = 0; round < 3; round++) {
+        for (uint64_t i = 0; i < 1000; i++)
+            b[i] = tt_ev(10 + round * 1000 + i, WEFT_EV_WRITE, 0x5000, 0x400000 + i, 8);
+        assert_int_equal(weft_trace_writer_append(w, 0, b, 1000), 0);
+    }
+    for (uint64_t i = 0; i < 50; i++)
+        b[i] = tt_ev(5 + i, WEFT_EV_READ, 0x6000, 0x400800, 4);
+    assert_int_equal(weft_trace_writer_append(w, 1, b, 50), 0);
+    if (bad) { /* still checked */
+        b[0] = tt_ev(4, WEFT_EV_READ, 0x6000, 0x400800, 4);
+        assert_int_equal(weft_trace_writer_append(w, 1, b, 1), -1);
+    }
+    return w;
+}
+
+static void test_tail_writer(void **state)
+{
+    (void)state;
+    char err[512];
+    const char *path = tt_path("tail.wtr");
+    weft_trace_writer *w = tail_writer(path, 1);
+    assert_int_equal(weft_trace_writer_finish(w, NULL, err, sizeof err), -1);
+    weft_trace_writer_abort(tail_writer(path, 0));
+
+    /* Each thread's last TAIL events, in order. */
+    w = tail_writer(path, 0);
+    if (weft_trace_writer_finish(w, NULL, err, sizeof err) != 0)
+        fail_msg("finish: %s", err);
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    const weft_trace_summary *s = weft_trace_get_summary(t);
+    assert_int_equal(s->flags, WEFT_TRACE_COMPLETE | WEFT_TRACE_TRUNCATED);
+    assert_int_equal(s->makespan, 3009);
+    assert_int_equal(s->threads[0].events, TAIL);
+    assert_int_equal(s->threads[1].events, 50);
+    weft_event ev;
+    uint64_t next0 = 3010 - TAIL, n = 0;
+    while (weft_trace_next(t, &ev) == 1) {
+        n++;
+        if (ev.thread == 0) {
+            assert_int_equal(ev.time, next0);
+            assert_int_equal(ev.pc, 0x400000 + (next0 - 10) % 1000);
+            next0++;
+        }
+    }
+    assert_int_equal(n, TAIL + 50);
+    assert_int_equal(next0, 3010);
+    weft_trace_close(t);
+
+    /* Its footer alone: the makespan still counts what was not kept. */
+    w = tail_writer(path, 0);
+    assert_int_equal(weft_trace_writer_finish_summary(w, NULL, err, sizeof err), 0);
+    t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(weft_trace_get_summary(t)->flags,
+                     WEFT_TRACE_COMPLETE | WEFT_TRACE_SUMMARY_ONLY);
+    assert_int_equal(weft_trace_get_summary(t)->makespan, 3009);
+    assert_int_equal(weft_trace_event_count(t), 0);
+    weft_trace_close(t);
+}
+
+/* Salvage after a tail-keeping writer died: the buffered events follow
+ * the ones not kept, and every thread ends where it did. */
+static void test_tail_salvage(void **state)
+{
+    (void)state;
+    const char *path = tt_path("taildied.wtr");
+    char err[512];
+    assert_int_equal(run_child(child_buffers_and_dies, path, 1), SIGKILL);
+    if (weft_trace_salvage(path, WEFT_TRACE_CRASHED, -SIGKILL, err, sizeof err) != 0)
+        fail_msg("salvage: %s", err);
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    const weft_trace_summary *s = weft_trace_get_summary(t);
+    assert_int_equal(s->nthreads, 3);
+    assert_int_equal(s->threads[0].events, 5007 - WEFT_TRACE_BUF_EVENTS);
+    assert_int_equal(s->threads[0].end_time, 10 + 5006);
+    assert_int_equal(s->threads[1].events, 2);
+    assert_int_equal(s->threads[2].events, 0);
+    assert_int_equal(s->threads[2].end_time, 20009);
+    assert_int_equal(s->makespan, 20009);
+    weft_event ev; /* thread 0's buffered events follow the skipped ones */
+    while (weft_trace_next(t, &ev) == 1 && ev.thread != 0)
+        ;
+    assert_int_equal(ev.thread, 0);
+    assert_int_equal(ev.time, 10 + WEFT_TRACE_BUF_EVENTS);
+    weft_trace_close(t);
+}
+
 const struct CMUnitTest keep_tests[] = {
-    cmocka_unit_test(test_lingering_buffers),
-    cmocka_unit_test(test_salvage_buffers_and_fault),
-    cmocka_unit_test(test_stale_buffers_ignored),
-    cmocka_unit_test(test_limits_stop_writer),
+    cmocka_unit_test(test_tail_writer),           cmocka_unit_test(test_tail_salvage),
+    cmocka_unit_test(test_lingering_buffers),     cmocka_unit_test(test_salvage_buffers_and_fault),
+    cmocka_unit_test(test_stale_buffers_ignored), cmocka_unit_test(test_limits_stop_writer),
 };
 const size_t keep_ntests = sizeof keep_tests / sizeof keep_tests[0];

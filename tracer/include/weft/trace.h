@@ -285,6 +285,15 @@ void weft_trace_writer_set_lingering(weft_trace_writer *w);
 int weft_trace_writer_finish_summary(weft_trace_writer *w, const weft_trace_summary *summary,
                                      char *err, size_t errlen);
 
+/* Keep of each thread only its last events_per_thread events, in memory,
+ * from the first append on (call it before): for a run whose events are
+ * read only if it deadlocks or livelocks (a campaign's without
+ * --save-trace). Each append then writes to the spool a 28-byte record of
+ * what it did not keep, so that salvage still knows each thread's event
+ * count and last time; finish_summary writes what it would have, and
+ * finish a trace of the threads' tails, flagged WEFT_TRACE_TRUNCATED. */
+void weft_trace_writer_keep_tail(weft_trace_writer *w, uint32_t events_per_thread);
+
 /* Drop the writer and its spool without producing a trace. */
 void weft_trace_writer_abort(weft_trace_writer *w);
 
