@@ -67,6 +67,16 @@ static int parse_starvation(const cli_command *cmd, const char *arg, void *opts)
     return 0;
 }
 
+static int parse_learn_size(const cli_command *cmd, const char *arg, void *opts)
+{
+    if (cli_parse_size(arg, &((replay_request *)opts)->c.learn_bytes)) {
+        cli_usage_error(
+            cmd, "--learn-size: expected a size like 32M or 1G (0: whole runs), got '%s'", arg);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_expect_output(const cli_command *cmd, const char *arg, void *opts)
 {
     if (access(arg, R_OK) != 0) {
@@ -132,6 +142,10 @@ static const cli_option replay_options[] = {
      "learn the points until one adds none; the last round's largest\n"
      "step and thread counts are k and n (default 3)",
      CLI_U64, C(profile_runs), 1, 1000, NULL, NULL},
+    {"learn-size", 0, "S",
+     "a learning round's run stops after S of spool (default 32M, about\n"
+     "ten million events); 0: whole runs (no counting round after)",
+     CLI_CUSTOM, 0, 0, 0, parse_learn_size, NULL},
     {"starvation", 0, "P", "per-decision starvation override probability (default 0.001)",
      CLI_CUSTOM, 0, 0, 0, parse_starvation, NULL},
     {"host-parallel", 0, NULL,

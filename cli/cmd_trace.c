@@ -61,28 +61,6 @@ static int add_var_filter(trace_opts *o, const char *binary, const char *name)
     return add_arg(o, "range=%s", range);
 }
 
-/* "4G", "500M", "64k", "1000": bytes, binary suffixes; -1 if malformed. */
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || s[0] == '-')
-        return -1;
-    unsigned shift = 0;
-    if (*end && !end[1]) {
-        const char *u = strchr("kKmMgGtT", *end);
-        if (!u)
-            return -1;
-        shift = 10 * (unsigned)(1 + (u - "kKmMgGtT") / 2);
-        end++;
-    }
-    if (*end || (shift && v > (UINT64_MAX >> shift)))
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
 /* weft's own lines go to stderr: the guest's output is on stdout. */
 static void describe_end(const guest_result *r, uint32_t flags)
 {
@@ -209,7 +187,7 @@ static int parse_filter(const cli_command *cmd, const char *arg, void *opts)
 static int parse_max_size(const cli_command *cmd, const char *arg, void *opts)
 {
     uint64_t x;
-    if (parse_size(arg, &x) < 0) {
+    if (cli_parse_size(arg, &x) < 0) {
         cli_usage_error(cmd,
                         "--max-trace-size: expected a size like 500M or 4G (0: no limit), got "
                         "'%s'",

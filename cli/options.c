@@ -1,5 +1,6 @@
 /* The option tables of weft's subcommands: getopt, --help and errors from
  * one description (options.h). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +47,27 @@ void cli_warning(const cli_command *cmd, const char *fmt, ...)
         npending += len;
         pending[npending++] = '\n';
     }
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || s[0] == '-')
+        return -1;
+    unsigned shift = 0;
+    if (*end && !end[1]) {
+        const char *u = strchr("kKmMgGtT", *end);
+        if (!u)
+            return -1;
+        shift = 10 * (unsigned)(1 + (u - "kKmMgGtT") / 2);
+        end++;
+    }
+    if (*end || (shift && v > (UINT64_MAX >> shift)))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
 }
 
 int cli_parse_u64(const cli_command *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,

@@ -79,6 +79,8 @@ void cli_warning(const cli_command *cmd, const char *fmt, ...)
 /* Decimal in [lo, hi]: 0, or -1 after cli_usage_error naming `opt`. */
 int cli_parse_u64(const cli_command *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
                   uint64_t *out);
+/* "4G", "500M", "64k", "1000": bytes, binary suffixes; 0, or -1 if malformed. */
+int cli_parse_size(const char *s, uint64_t *out);
 
 /* Every subcommand, in the order `weft --help` lists them. */
 extern const cli_command *const cli_commands[];

@@ -29,7 +29,7 @@ int guest_exit_status(const guest_result *r, uint32_t flags)
 }
 
 /* After the guest ended: a readable trace whatever happened to it. */
-static int settle(const char *trace_path, guest_result *r, uint32_t *final_flags)
+static int settle(const char *trace_path, int leave_stopped, guest_result *r, uint32_t *final_flags)
 {
     char spool[4096], err[512];
     snprintf(spool, sizeof spool, "%s.spool", trace_path);
@@ -46,6 +46,11 @@ static int settle(const char *trace_path, guest_result *r, uint32_t *final_flags
     if (r->end == GUEST_TIMED_OUT)
         flags |= WEFT_TRACE_TIMED_OUT;
     fflush(stdout);
+    int stopped = leave_stopped ? weft_spool_stopped(trace_path) : 0;
+    if (stopped) {
+        *final_flags = flags | WEFT_TRACE_TRUNCATED | WEFT_TRACE_STOPPED;
+        return 0;
+    }
     if (access(spool, F_OK) == 0) {
         /* qemu died before the plugin could finish the trace. */
         if (weft_trace_salvage(trace_path, flags, status, err, sizeof err) != 0) {
@@ -83,7 +88,7 @@ static int run_and_finish(const guest_run *run, const char *trace_path, guest_re
     unlink(spool); /* a stale spool from an earlier crash would be salvaged as ours */
     if (guest_run_qemu(run, r))
         return -1;
-    return settle(trace_path, r, final_flags);
+    return settle(trace_path, run->leave_stopped_spool, r, final_flags);
 }
 
 static volatile sig_atomic_t finish_signal;
@@ -107,8 +112,8 @@ static int hold_signals(const guest_run *run, const char *trace_path, guest_resu
     finish_signal = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    int rc =
-        run ? run_and_finish(run, trace_path, r, final_flags) : settle(trace_path, r, final_flags);
+    int rc = run ? run_and_finish(run, trace_path, r, final_flags)
+                 : settle(trace_path, 0, r, final_flags);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     r->finish = 0;

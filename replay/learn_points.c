@@ -113,75 +113,96 @@ static int shared_access(const weft_event *ev)
     return weft_event_is_access(ev->kind) && !(ev->flags & WEFT_EVF_STACK) && ev->size;
 }
 
-static weft_trace *open_trace(const char *path)
+/* Every event of a profiling run, in the order the analysis may take: the
+ * trace's, or, for a learning run stopped at its limit (which weft does
+ * not salvage, guest_run.leave_stopped_spool), its spool's, thread by
+ * thread. 0, or -1 after one line. */
+static int each_event(const char *path, weft_spool_fn fn, void *ctx)
 {
-    char err[512];
+    char err[512], spool[PATH_MAX + 8];
+    snprintf(spool, sizeof spool, "%s.spool", path);
+    if (access(path, F_OK) != 0 && access(spool, F_OK) == 0) {
+        int rc = weft_spool_read(path, fn, ctx, err, sizeof err);
+        if (rc < 0)
+            weft_error("%s", err);
+        return rc;
+    }
     weft_trace *t = weft_trace_open(path, err, sizeof err);
-    if (!t)
+    if (!t) {
         weft_error("%s", err);
-    return t;
-}
-
-static int trace_done(weft_trace *t, const char *path, int rc, int oom)
-{
+        return -1;
+    }
+    weft_event ev;
+    int rc, stop = 0;
+    while (!stop && (rc = weft_trace_next(t, &ev)) == 1)
+        stop = fn(ctx, &ev);
     if (rc < 0)
         weft_error("%s: %s", path, weft_trace_error(t));
     weft_trace_close(t);
-    if (oom)
-        weft_error("profiling: out of memory");
-    return oom || rc < 0 ? -1 : 0;
+    return rc < 0 || stop < 0 ? -1 : 0;
 }
 
-/* Add to `shared` the granules one trace shows shared. */
+/* A run's granules: thread + 1 of the first to touch it, G_MULTI, G_WRITTEN. */
+static int granule_event(void *ctx, const weft_event *ev)
+{
+    u64_table *g = ctx;
+    if (!shared_access(ev))
+        return 0;
+    for (uint64_t a = ev->addr >> 3; a <= (ev->addr + ev->size - 1) >> 3; a++) {
+        uint32_t *v = table_get(g, a, (ev->thread & G_THREAD_MASK) + 1);
+        if (!v) {
+            weft_error("profiling: out of memory");
+            return -1;
+        }
+        if ((*v & G_THREAD_MASK) != (ev->thread & G_THREAD_MASK) + 1)
+            *v |= G_MULTI;
+        if (weft_event_writes(ev->kind))
+            *v |= G_WRITTEN;
+    }
+    return 0;
+}
+
+/* Add to `shared` the granules one run shows shared. */
 static int mark_shared(const char *path, u64_table *shared)
 {
-    weft_trace *t = open_trace(path);
-    if (!t)
-        return -1;
     u64_table g = {0};
-    weft_event ev;
-    int rc, oom = 0;
-    while (!oom && (rc = weft_trace_next(t, &ev)) == 1) {
-        if (!shared_access(&ev))
-            continue;
-        for (uint64_t a = ev.addr >> 3; a <= (ev.addr + ev.size - 1) >> 3; a++) {
-            uint32_t *v = table_get(&g, a, (ev.thread & G_THREAD_MASK) + 1);
-            if (!v) {
-                oom = 1;
-                break;
-            }
-            if ((*v & G_THREAD_MASK) != (ev.thread & G_THREAD_MASK) + 1)
-                *v |= G_MULTI;
-            if (weft_event_writes(ev.kind))
-                *v |= G_WRITTEN;
-        }
-    }
-    for (size_t i = 0; !oom && i < g.cap; i++)
+    int rc = each_event(path, granule_event, &g);
+    for (size_t i = 0; rc == 0 && i < g.cap; i++)
         if (g.used[i] && (g.vals[i] & G_MULTI) && (g.vals[i] & G_WRITTEN) &&
-            !table_get(shared, g.keys[i], 1))
-            oom = 1;
+            !table_get(shared, g.keys[i], 1)) {
+            weft_error("profiling: out of memory");
+            rc = -1;
+        }
     table_free(&g);
-    return trace_done(t, path, rc, oom);
+    return rc;
 }
 
-/* Add to `pcs` the pcs of one trace's accesses to a shared granule. */
+typedef struct pcs_ctx {
+    const u64_table *shared;
+    u64_table *pcs;
+} pcs_ctx;
+
+static int pc_event(void *ctx, const weft_event *ev)
+{
+    pcs_ctx *x = ctx;
+    if (!shared_access(ev))
+        return 0;
+    for (uint64_t a = ev->addr >> 3; a <= (ev->addr + ev->size - 1) >> 3; a++)
+        if (table_find(x->shared, a)) {
+            if (!table_get(x->pcs, ev->pc, 1)) {
+                weft_error("profiling: out of memory");
+                return -1;
+            }
+            break;
+        }
+    return 0;
+}
+
+/* Add to `pcs` the pcs of one run's accesses to a shared granule. */
 static int collect_pcs(const char *path, const u64_table *shared, u64_table *pcs)
 {
-    weft_trace *t = open_trace(path);
-    if (!t)
-        return -1;
-    weft_event ev;
-    int rc, oom = 0;
-    while (!oom && (rc = weft_trace_next(t, &ev)) == 1) {
-        if (!shared_access(&ev))
-            continue;
-        for (uint64_t a = ev.addr >> 3; a <= (ev.addr + ev.size - 1) >> 3; a++)
-            if (table_find(shared, a)) {
-                oom = !table_get(pcs, ev.pc, 1);
-                break;
-            }
-    }
-    return trace_done(t, path, rc, oom);
+    pcs_ctx x = {shared, pcs};
+    return each_event(path, pc_event, &x);
 }
 
 /* Add to `pcs` the racy pcs of one trace. */

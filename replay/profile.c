@@ -51,7 +51,7 @@ static int profile_stopped(void)
 /* Run the guest under the tracer with these plugin args, stdout and stderr
  * into files STEM.stdout and STEM.stderr (as in replays). */
 static int profile_run(const replay_config *c, const char *args, const char *trace,
-                       const char *stem, guest_result *r, uint32_t *flags)
+                       const char *stem, int leave_spool, guest_result *r, uint32_t *flags)
 {
     char out[PATH_MAX + 64], errf[PATH_MAX + 64];
     snprintf(out, sizeof out, "%s.stdout", stem);
@@ -60,6 +60,7 @@ static int profile_run(const replay_config *c, const char *args, const char *tra
     run.plugin_args = args;
     run.timeout_s = c->timeout;
     run.speculate = 0; /* a policy's run is gated at every point already */
+    run.leave_stopped_spool = leave_spool;
     fflush(stdout);
     fflush(stderr);
     int so = dup(1), se = dup(2);
@@ -203,12 +204,17 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
      * here. A run that counts steps goes on to the end, recording no more
      * after ten million events. */
     al += how & ROUND_LEARN
-              ? (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu", 32ull << 20)
+              ? (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu",
+                                 (unsigned long long)c->learn_bytes)
               : (size_t)snprintf(args + al, sizeof args - al, ",maxev=%llu", 10000000ull);
     snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
     guest_result r;
     uint32_t flags = 0;
-    if (profile_run(c, args, trace, stem, &r, &flags))
+    /* A learning run stopped at its limit is read from its spool (unless
+     * its trace is kept, or weft races reads it): salvaging it into a
+     * trace, then reading that, was most of a real program's learning. */
+    int leave = (how & ROUND_LEARN) && !c->save_trace && !c->race_points;
+    if (profile_run(c, args, trace, stem, leave, &r, &flags))
         return;
     /* Stopped at the limit: its counts are not a whole run's, and its
      * status (124) is weft's, not the program's. */
@@ -220,6 +226,8 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
         out->steps = (uint64_t)json_integer_value(json_object_get(rec, "steps"));
         out->threads = (uint64_t)json_integer_value(json_object_get(rec, "threads"));
         json_decref(rec);
+    } else if (out->capped) {
+        /* A part of a run counts nothing: another round will. */
     } else if (estimate_steps(c, trace, &out->steps, &out->threads)) {
         return;
     }
@@ -246,6 +254,11 @@ static void round_free(profile_round *pr, const replay_config *c, int round)
         snprintf(kept, sizeof kept, "%s/profile-%d-%" PRIu64 ".wtr", c->out_dir, round, s);
         if (pr->traces[s] && (!c->save_trace || rename(pr->traces[s], kept) != 0))
             unlink(pr->traces[s]);
+        static const char *const left[] = {".spool", ".live"}; /* a stopped learning run's */
+        for (size_t i = 0; pr->traces[s] && i < 2; i++) {
+            snprintf(kept, sizeof kept, "%s%s", pr->traces[s], left[i]);
+            unlink(kept);
+        }
         free(pr->traces[s]);
     }
     free(pr->traces);

@@ -21,6 +21,7 @@ void replay_request_init(replay_request *r)
                                 .starvation = -1,
                                 .points = POINTS_VISIBLE,
                                 .profile_runs = 3,
+                                .learn_bytes = REPLAY_LEARN_BYTES,
                                 .max_bound = 2},
                           .jobs = ncpu > 0 ? (uint64_t)ncpu : 1,
                           .timeout = REPLAY_DEFAULT_TIMEOUT};

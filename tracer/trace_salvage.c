@@ -1,8 +1,10 @@
 /* Salvage: a trace from the spool of a run whose writer never finished
  * (the guest crashed, was killed, or the writer stopped at a limit). What
  * verifies of the spool is kept, the rest cut, and the merge of
- * trace_merge.c writes the trace as a finished run's would be. */
-#include "trace_internal.h"
+ * trace_merge.c writes the trace as a finished run's would be. Or, for an
+ * analysis that needs no order across threads, the spool's events thread
+ * by thread without a trace (weft_spool_read). */
+#include "trace_finish.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -119,59 +121,147 @@ static int read_spool_header(int fd, const char *spool, uint8_t **hdr, weft_trac
     return 0;
 }
 
-int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_status, char *err,
-                       size_t errlen)
+/* PATH.spool, malloc'd; NULL with err set. */
+static char *spool_of(const char *path, char *err, size_t errlen)
 {
     if (!path || !*path) {
-        trc_seterr(err, errlen, "weft_trace_salvage: no path");
-        return -1;
+        trc_seterr(err, errlen, "no trace path");
+        return NULL;
     }
     size_t sl = strlen(path) + 7;
     char *spool = malloc(sl);
-    if (!spool) {
+    if (spool)
+        snprintf(spool, sl, "%s.spool", path);
+    else
         trc_seterr(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    snprintf(spool, sl, "%s.spool", path);
-    int rc = -1;
+    return spool;
+}
+
+/* The spool of path, opened read-write, its chunks indexed and the events
+ * left in the threads' buffers appended (with the faulting access if the
+ * run died of SIGSEGV or SIGBUS, exit_status -11 or -7): what salvage
+ * merges. fd, or -1 with err set. */
+static int open_spool(const char *path, const char *spool, int32_t exit_status, trc_spool_index *ix,
+                      int *stopped, weft_trace_meta *meta, char *err, size_t errlen)
+{
     uint8_t *hdr = NULL;
     uint32_t hlen = 0;
-    weft_trace_meta meta = {0};
-    trc_spool_index ix = {0};
+    uint64_t end;
     /* Read-write: the events left in the threads' buffers join the spool. */
     int fd = open(spool, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
+    if (fd < 0)
         trc_seterr(err, errlen, "%s: cannot open: %s", spool, strerror(errno));
-        goto out;
-    }
-    if (read_spool_header(fd, spool, &hdr, &meta, &hlen, err, errlen) < 0)
-        goto out;
-    uint64_t end;
-    int stopped = 0;
-    if (scan_spool(fd, hlen, &ix, &end, &stopped) < 0) {
+    else if (read_spool_header(fd, spool, &hdr, meta, &hlen, err, errlen) < 0)
+        ;
+    else if (scan_spool(fd, hlen, ix, &end, stopped) < 0)
         trc_seterr(err, errlen, "%s: out of memory", spool);
-        goto out;
-    }
     /* Past the last good chunk: a torn one, or the stop record, goes. */
-    if (ftruncate(fd, (off_t)end) < 0 || trc_live_salvage(path, fd, &ix, &end, exit_status) < 0) {
+    else if (ftruncate(fd, (off_t)end) < 0 || trc_live_salvage(path, fd, ix, &end, exit_status) < 0)
         trc_seterr(err, errlen, "%s: cannot add the buffered events: %s", spool, strerror(errno));
-        goto out;
+    else {
+        free(hdr);
+        return fd;
     }
-    uint32_t flags = WEFT_TRACE_TRUNCATED | (extra_flags & ~WEFT_TRACE_COMPLETE);
-    if (stopped)
-        flags |= WEFT_TRACE_STOPPED;
-    rc = trc_merge_to_trace(path, fd, spool, &meta, &ix, NULL, flags, true, exit_status, true, err,
-                            errlen);
-    if (rc == 0) {
-        unlink(spool);
-        trc_live_unlink(path);
+    free(hdr);
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+int weft_spool_read(const char *path, weft_spool_fn fn, void *ctx, char *err, size_t errlen)
+{
+    char *spool = spool_of(path, err, errlen);
+    if (!spool)
+        return -1;
+    trc_spool_index ix = {0};
+    weft_trace_meta meta = {0};
+    int stopped = 0, rc = -1;
+    int fd = open_spool(path, spool, 0, &ix, &stopped, &meta, err, errlen);
+    trc_merge m = {fd, spool, &ix, err, errlen, NULL, NULL};
+    trc_rec *recs = malloc(BLOCK_EVENTS * sizeof *recs);
+    if (fd >= 0 && (!recs || !(m.cur = calloc(ix.nthreads + 1, sizeof *m.cur)) ||
+                    !(m.st = calloc(ix.nthreads + 1, sizeof *m.st))))
+        trc_seterr(err, errlen, "%s: out of memory", spool);
+    else if (fd >= 0)
+        rc = 0;
+    for (uint32_t t = 0; rc == 0 && t < ix.nthreads; t++) {
+        uint64_t seq = 0;
+        int k;
+        while (rc == 0 && (k = trc_merge_decode(&m, t, recs, BLOCK_EVENTS)) != 0) {
+            if (k < 0) {
+                rc = -1;
+                break;
+            }
+            for (int i = 0; i < k && rc == 0; i++) {
+                const trc_rec *r = &recs[i];
+                weft_event ev = {.time = r->time,
+                                 .seq = seq++,
+                                 .addr = r->addr,
+                                 .pc = r->pc,
+                                 .thread = t,
+                                 .kind = r->kind,
+                                 .size = r->size,
+                                 .flags = r->flags};
+                rc = fn(ctx, &ev);
+            }
+        }
     }
-out:
+    for (uint32_t t = 0; m.cur && t < ix.nthreads; t++)
+        free(m.cur[t].buf);
+    free(m.cur);
+    free(m.st);
+    free(recs);
     if (fd >= 0)
         close(fd);
     trc_index_free(&ix);
     trc_meta_free(&meta);
-    free(hdr);
+    free(spool);
+    return rc;
+}
+
+int weft_spool_stopped(const char *path)
+{
+    char err[16], *spool = spool_of(path, err, sizeof err);
+    int fd = spool ? open(spool, O_RDONLY | O_CLOEXEC) : -1;
+    free(spool);
+    if (fd < 0)
+        return 0;
+    uint8_t h[STOP_SIZE];
+    off_t size = lseek(fd, 0, SEEK_END);
+    int why = 0;
+    /* The writer writes nothing after its stop record. */
+    if (size >= (off_t)STOP_SIZE &&
+        trc_pread_all(fd, h, sizeof h, (uint64_t)size - STOP_SIZE) == (ssize_t)sizeof h &&
+        get_u32(h) == STOP_MAGIC && trc_crc32(0, h, 8) == get_u32(h + 8))
+        why = (int)get_u32(h + 4);
+    close(fd);
+    return why;
+}
+
+int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_status, char *err,
+                       size_t errlen)
+{
+    char *spool = spool_of(path, err, errlen);
+    if (!spool)
+        return -1;
+    weft_trace_meta meta = {0};
+    trc_spool_index ix = {0};
+    int stopped = 0, rc = -1;
+    int fd = open_spool(path, spool, exit_status, &ix, &stopped, &meta, err, errlen);
+    if (fd >= 0) {
+        uint32_t flags = WEFT_TRACE_TRUNCATED | (extra_flags & ~WEFT_TRACE_COMPLETE);
+        if (stopped)
+            flags |= WEFT_TRACE_STOPPED;
+        rc = trc_merge_to_trace(path, fd, spool, &meta, &ix, NULL, flags, true, exit_status, true,
+                                err, errlen);
+        if (rc == 0) {
+            unlink(spool);
+            trc_live_unlink(path);
+        }
+        close(fd);
+    }
+    trc_index_free(&ix);
+    trc_meta_free(&meta);
     free(spool);
     return rc;
 }

@@ -3,7 +3,9 @@
 # give the same runs.jsonl lines as with --save-trace but for wall_s and
 # trace (outcome, threads, makespan, steps, a deadlock's waits), through the
 # fork server and with a qemu each; the footer-only trace says so; no run
-# leaves a file behind.
+# leaves a file behind. Profiling's learning runs stopped at their limit are
+# read from their spools without --save-trace and salvaged into the kept
+# traces with it: the same points either way.
 source "$(dirname "$0")/lib.sh"
 
 # same NAME OPTIONS... -- PROGRAM ARGS: with and without --save-trace.
@@ -28,6 +30,9 @@ same() {
   else
     fail "$name: runs.jsonl differs: $(diff <(echo "$a") <(echo "$b") | head -4)"
   fi
+  if [ -e "$k/points.pcs" ]; then
+    check "$name: the same points learnt ($(wc -l <"$l/points.pcs") pcs)" cmp -s "$k/points.pcs" "$l/points.pcs"
+  fi
   check "$name: no trace kept without --save-trace" test ! -e "$l/traces"
   check "$name: no run left a file in tmp ($(ls "$l/tmp" 2>/dev/null | grep -v '^points' | head -3 | xargs))" \
     test -z "$(ls "$l/tmp" 2>/dev/null | grep -v '^points')"
@@ -43,6 +48,10 @@ same segv --sched pct --depth 1 --points none --runs 6 --expect-exit 139 -- \
 same spin --sched random --depth 1 --points none --runs 4 -- "$WEFT_FIXTURES/fail_spin"
 same paper_mm --sched ppct --depth 2 --runs 12 -- "$WEFT_FIXTURES/paper_mm"
 same plain --no-fork-server --sched pct --depth 2 --runs 8 -- "$WEFT_FIXTURES/lost_update"
+# Every learning run stopped at its 2 KiB limit, four rounds.
+same learn --learn-size 2K --sched pct --depth 2 --runs 8 -- "$WEFT_FIXTURES/wsq"
+check "learn: the learning runs were stopped at the limit" \
+  grep -q "flags *truncated stopped" <("$WEFT" info --no-vars "$work/learn-kept/profile-0-0.wtr" 2>&1)
 
 # The footer-only trace of one lazy run, as the tracer leaves it (the plugin
 # of the build tree, given the arguments weft would give it).

@@ -108,6 +108,48 @@ static void test_salvage_buffers_and_fault(void **state)
     weft_trace_close(t);
 }
 
+/* Each thread's events in order, counted; stops where told. */
+typedef struct spool_seen {
+    uint64_t n[2], bad, stop_after;
+} spool_seen;
+
+static int see_event(void *ctx, const weft_event *ev)
+{
+    spool_seen *x = ctx;
+    if (ev->thread > 1 || ev->seq != x->n[ev->thread] ||
+        (ev->thread == 0 && ev->time != 10 + ev->seq))
+        x->bad++;
+    else
+        x->n[ev->thread]++;
+    return x->stop_after && x->n[0] + x->n[1] == x->stop_after ? 7 : 0;
+}
+
+/* The spool read in place: the appended and the buffered events, thread by
+ * thread; it stays, and salvage then makes the same trace as before. */
+static void test_spool_read(void **state)
+{
+    (void)state;
+    const char *path = tt_path("inplace.wtr");
+    char err[512];
+    assert_int_equal(run_child(child_buffers_and_dies, path, 0), SIGKILL);
+    assert_int_equal(weft_spool_stopped(path), 0); /* killed, not stopped */
+    spool_seen x = {0};
+    if (weft_spool_read(path, see_event, &x, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(x.bad, 0);
+    assert_int_equal(x.n[0], 5007);
+    assert_int_equal(x.n[1], 2);
+    spool_seen y = {.stop_after = 100};
+    assert_int_equal(weft_spool_read(path, see_event, &y, err, sizeof err), 7);
+    assert_int_equal(y.n[0], 100);
+    assert_int_equal(weft_trace_salvage(path, 0, -SIGKILL, err, sizeof err), 0);
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(weft_trace_event_count(t), 5009);
+    weft_trace_close(t);
+    assert_int_equal(weft_spool_read(path, see_event, &x, err, sizeof err), -1); /* gone */
+}
+
 /* A buffer file of another run (another spool) adds nothing. */
 static void test_stale_buffers_ignored(void **state)
 {
@@ -157,6 +199,7 @@ static void test_limits_stop_writer(void **state)
     size_t appended = 0;
     append_until_stopped(w, &appended);
     assert_int_equal(weft_trace_writer_stopped(w, NULL), WEFT_TRACE_STOP_SIZE);
+    assert_int_equal(weft_spool_stopped(path), WEFT_TRACE_STOP_SIZE);
     assert_true(appended > 0 && appended < 100000); /* a spool event is 1+ bytes */
     assert_int_equal(weft_trace_writer_finish(w, NULL, err, sizeof err), 0);
     weft_trace *t = weft_trace_open(path, err, sizeof err);
@@ -324,8 +367,12 @@ static void test_tail_salvage(void **state)
 }
 
 const struct CMUnitTest keep_tests[] = {
-    cmocka_unit_test(test_tail_writer),           cmocka_unit_test(test_tail_salvage),
-    cmocka_unit_test(test_lingering_buffers),     cmocka_unit_test(test_salvage_buffers_and_fault),
-    cmocka_unit_test(test_stale_buffers_ignored), cmocka_unit_test(test_limits_stop_writer),
+    cmocka_unit_test(test_tail_writer),
+    cmocka_unit_test(test_spool_read),
+    cmocka_unit_test(test_tail_salvage),
+    cmocka_unit_test(test_lingering_buffers),
+    cmocka_unit_test(test_salvage_buffers_and_fault),
+    cmocka_unit_test(test_stale_buffers_ignored),
+    cmocka_unit_test(test_limits_stop_writer),
 };
 const size_t keep_ntests = sizeof keep_tests / sizeof keep_tests[0];

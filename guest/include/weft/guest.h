@@ -47,6 +47,9 @@ typedef struct guest_run {
     /* Files for the guest's stdout and stderr instead of weft's, or NULL. */
     const char *capture_out, *capture_err;
     int progress; /* a line on stderr per speculative run that must be redone */
+    /* A run stopped at its trace's size limit leaves its spool as it is
+     * (flags WEFT_TRACE_STOPPED, no trace): for weft_spool_read. */
+    int leave_stopped_spool;
 } guest_run;
 
 typedef enum guest_end {
@@ -98,9 +101,9 @@ const char *guest_qemu_path(void);
 
 /* Run the guest under the tracer writing `trace_path`, make sure a readable
  * trace exists afterwards whatever happened to the guest (salvaging the
- * spool if needed, recording signals and timeouts in it): fills r and the
- * final trace flags. Exact-mode runs with run->speculate are speculated.
- * Returns 0, or -1 after printing one line (no readable trace). */
+ * spool if needed, recording signals and timeouts in it; but see
+ * leave_stopped_spool): fills r and the final trace flags. Exact-mode runs with run->speculate are
+ * speculated. Returns 0, or -1 after printing one line (no readable trace). */
 int guest_trace_run(const guest_run *run, const char *trace_path, guest_result *r,
                     uint32_t *final_flags);
 /* One run of qemu for guest_trace_run (no speculation). */

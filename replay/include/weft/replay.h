@@ -66,6 +66,10 @@ const char *replay_points_name(replay_points p);
 typedef struct replay_pool replay_pool;     /* a campaign's fork servers (server.c) */
 typedef struct replay_server replay_server; /* one job slot's fork server */
 
+/* Spool a learning run records before it stops (--learn-size): about ten
+ * million events of a real program, at about 3 bytes an event. */
+#define REPLAY_LEARN_BYTES (32ull << 20)
+
 typedef struct replay_config {
     pct_kind kind;
     uint64_t depth, radius;
@@ -73,6 +77,7 @@ typedef struct replay_config {
     int k_given, n_given; /* from --steps / --threads */
     int radius_given, runs_given, first_given, jobs_given;
     uint64_t profile_runs; /* profiling runs that measure k and n (their maximum) */
+    uint64_t learn_bytes;  /* a learning run stops at this much spool (0: whole runs) */
     uint64_t max_bound;    /* pb, db: deviations at most (--bound); seed S runs schedule S-1 */
     int portfolio;         /* no --sched: several policies share the runs (portfolio.c) */
     int inner;             /* a portfolio member: no per-campaign lines or summary */

@@ -307,6 +307,19 @@ void weft_trace_writer_abort(weft_trace_writer *w);
 int weft_trace_salvage(const char *path, uint32_t extra_flags, int32_t exit_status, char *err,
                        size_t errlen);
 
+/* The events of that spool (and of the buffers, as salvage takes them)
+ * without making a trace: each thread's in its order, seq numbered, the
+ * threads one after another. For an analysis that needs no order across
+ * threads (which addresses threads share): salvage's merge, compression
+ * and the reader's decoding cost ten times more. fn returns 0 to go on,
+ * anything else stops the reading and is returned; else 0, or -1 (err).
+ * The spool stays (with the buffered events added), for salvage. */
+typedef int (*weft_spool_fn)(void *ctx, const weft_event *ev);
+int weft_spool_read(const char *path, weft_spool_fn fn, void *ctx, char *err, size_t errlen);
+/* WEFT_TRACE_STOP_* if path's spool ends with a stopped writer's record
+ * (the run ended at a limit and was not salvaged yet), else 0. */
+int weft_spool_stopped(const char *path);
+
 /* Record how the run ended after the fact (qemu cannot tell the plugin that
  * the guest died of a signal or was killed): ORs `flags` into the summary's
  * flags and sets its exit status, rewriting the footer in place.
