@@ -12,7 +12,7 @@
 /* The subcommands, one file each (cmd_NAME.c). */
 extern const cli_command cli_cmd_trace, cli_cmd_info, cli_cmd_export, cli_cmd_optimize,
     cli_cmd_inject, cli_cmd_replay, cli_cmd_merge, cli_cmd_report, cli_cmd_demo, cli_cmd_completion,
-    cli_cmd_races, cli_cmd_explain;
+    cli_cmd_races, cli_cmd_explain, cli_cmd_salvage;
 
 /* One-line error on stderr, prefixed "weft: ". */
 #define cli_error weft_error

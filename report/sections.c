@@ -44,6 +44,8 @@ static void trace_end(rbuf *b, const report_trace *rt)
         rb_puts(b, "<span class='fail'>deadlock</span>");
     else if (fl & WEFT_TRACE_TIMED_OUT)
         rb_puts(b, "<span class='fail'>timed out</span>");
+    else if (st == WEFT_EXIT_STATUS_UNKNOWN)
+        rb_puts(b, "<span class='fail'>unknown (salvaged afterwards)</span>");
     else if (st < 0)
         rb_printf(b, "<span class='fail'>killed by signal %d</span>", -st);
     else if (st)

@@ -200,6 +200,8 @@ static void print_end(const weft_trace_summary *s, const weft_event *last, weft_
     fprintf(out, "ended          ");
     if (s->flags & WEFT_TRACE_STOPPED)
         fprintf(out, "stopped by weft at a trace limit (size or free disk)");
+    else if (s->exit_status == WEFT_EXIT_STATUS_UNKNOWN)
+        fprintf(out, "as nobody saw (salvaged afterwards)");
     else if (s->exit_status < 0 && (s->flags & WEFT_TRACE_TIMED_OUT))
         fprintf(out, "timed out, killed by signal %d", -s->exit_status);
     else if (s->exit_status < 0)
@@ -305,7 +307,9 @@ static void print_header(weft_trace *t, FILE *out)
     for (int i = 0; i < NFLAGS; i++)
         if (s->flags & (1u << i))
             fprintf(out, " %s", flag_names[i]);
-    if (s->exit_status < 0)
+    if (s->exit_status == WEFT_EXIT_STATUS_UNKNOWN)
+        fprintf(out, "\nexit status    unknown (salvaged afterwards)");
+    else if (s->exit_status < 0)
         fprintf(out, "\nexit status    killed by signal %d", -s->exit_status);
     else
         fprintf(out, "\nexit status    %d", s->exit_status);

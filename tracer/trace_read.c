@@ -224,7 +224,7 @@ static int read_fixed(weft_trace *t, char *why, size_t wl)
         return -1;
     }
     if (got >= 8 && memcmp(fixed, SPOOL_MAGIC, 8) == 0) {
-        trc_seterr(why, wl, "is the spool of an unfinished run, not a trace (salvage it first)");
+        trc_seterr(why, wl, "is the spool of an unfinished run, not a trace (weft salvage makes one)");
         return -1;
     }
     if (memcmp(fixed, TRC_MAGIC, got < 8 ? got : 8) != 0) {

@@ -169,7 +169,7 @@ expect "info: footer counts disagree" 1 \
   "$WEFT" info footer.wtr
 cp "$WEFT_SRC/fuzz/corpus/spool/kinds.spool" run.wtr
 expect "info: a spool" 1 \
-  "weft: run.wtr: is the spool of an unfinished run, not a trace (salvage it first)" "$WEFT" info run.wtr
+  "weft: run.wtr: is the spool of an unfinished run, not a trace (weft salvage makes one)" "$WEFT" info run.wtr
 cp lu.wtr ro.wtr
 chmod 000 ro.wtr
 if [ "$(id -u)" = 0 ]; then

@@ -77,6 +77,32 @@ check "disk nearly full: one line says why" \
 check "disk nearly full: trace readable and flagged" \
   grep -q "^flags  *truncated stopped" <("$WEFT" info "$work/full.wtr")
 
+# A spool nobody salvaged (qemu run by hand, stopped at the plugin's size
+# limit): weft salvage makes the trace, once, and replaces no trace.
+plugin="${WEFT_PLUGIN:-$(dirname "$WEFT")/../tracer/libweft-tracer.so}"
+run_status st timeout -s KILL 60 "$QEMU_AARCH64" -plugin "$plugin,out=$work/left.wtr,maxsize=65536" \
+  "$WEFT_FIXTURES/fail_spin" >/dev/null 2>"$work/err"
+check "left spool: qemu stopped at the limit (status $st)" test "$st" = 124 -a -e "$work/left.wtr.spool"
+check "left spool: info says what to do" \
+  grep -q "weft salvage makes one" <("$WEFT" info "$work/left.wtr.spool" 2>&1)
+run_status st "$WEFT" salvage "$work/left.wtr.spool" 2>"$work/err"
+check "salvage: status 0 (got $st)" test "$st" = 0
+check "salvage: one line says what ($(head -c 120 "$work/err"))" \
+  grep -Eq "left.wtr: [0-9]+ events of 2 threads salvaged, the run was stopped at a trace limit" "$work/err"
+"$WEFT" info --no-vars "$work/left.wtr" >"$work/info" 2>&1
+check "salvage: trace flagged truncated stopped" \
+  grep -q "^flags  *truncated stopped" "$work/info"
+check "salvage: exit status unknown" grep -q "^exit status  *unknown (salvaged afterwards)" "$work/info"
+check "salvage: spool and buffers gone" test ! -e "$work/left.wtr.spool" -a ! -e "$work/left.wtr.live"
+run_status st "$WEFT" salvage "$work/left.wtr" 2>"$work/err"
+check "salvage again: status 1, one line ($st)" test "$st" = 1 -a "$(wc -l <"$work/err")" = 1
+cp "$work/left.wtr" "$work/keep.wtr"
+run_status st timeout -s KILL 60 "$QEMU_AARCH64" -plugin "$plugin,out=$work/left.wtr,maxsize=65536" \
+  "$WEFT_FIXTURES/fail_spin" >/dev/null 2>&1
+run_status st "$WEFT" salvage "$work/left.wtr" 2>"$work/err"
+check "salvage over a trace: refused ($st): $(cat "$work/err")" \
+  test "$st" = 1 -a -e "$work/left.wtr.spool" && cmp -s "$work/left.wtr" "$work/keep.wtr"
+
 # --record keeps atomics and syscalls and drops plain reads (and writes).
 col() { awk -v c="$2" '$1 ~ /^T[0-9]+$/ { s += $c } END { print s + 0 }' "$1"; }
 for what in all sync+writes sync; do

@@ -153,6 +153,10 @@ typedef struct weft_trace_summary {
 #define WEFT_EXIT_FAIL 1  /* bad input or a failure while working */
 #define WEFT_EXIT_USAGE 2 /* bad command line */
 
+/* The footer's exit_status of a trace salvaged after the fact (weft
+ * salvage), when nobody saw how the run ended: no signal has number 255. */
+#define WEFT_EXIT_STATUS_UNKNOWN (-255)
+
 /* One-line error on stderr, prefixed "weft: " (control characters in the
  * message, such as a newline in a quoted path, become spaces). */
 void weft_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
