@@ -262,9 +262,10 @@ static struct writer_tail *tail_of(weft_trace_writer *w, uint32_t t)
 }
 
 /* An append that keeps the events' tail in memory and writes a skip
- * record: recording a run whose events nobody reads (a campaign's, without
- * --save-trace) cost a fifth of a real program's run in encoding and
- * writing them. */
+ * record: encoding and writing the events of a run nobody reads (a
+ * campaign's, without --save-trace) was a tenth of a real program's PCT run.
+ * The ring is the thread's last events whatever the appends' sizes; a
+ * deadlocked run's trace is made of it (tail_chunks). */
 static int tail_append(weft_trace_writer *w, uint32_t thread, const weft_event *events, size_t n)
 {
     uint8_t rec[CHUNK_HDR_SIZE] = {0};
