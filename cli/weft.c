@@ -9,10 +9,12 @@
 #define WEFT_VERSION "0.0.0"
 #endif
 
+/* `weft --help`'s order. The options fuzzer picks a command by its index
+ * here (tests/unit/data/fuzz_options): a new command goes near the end. */
 const cli_command *const cli_commands[] = {
-    &cli_cmd_trace,    &cli_cmd_salvage, &cli_cmd_info,       &cli_cmd_export,  &cli_cmd_races,
-    &cli_cmd_optimize, &cli_cmd_inject,  &cli_cmd_replay,     &cli_cmd_explain, &cli_cmd_merge,
-    &cli_cmd_report,   &cli_cmd_demo,    &cli_cmd_completion,
+    &cli_cmd_trace,  &cli_cmd_info,    &cli_cmd_export,     &cli_cmd_races, &cli_cmd_optimize,
+    &cli_cmd_inject, &cli_cmd_replay,  &cli_cmd_explain,    &cli_cmd_merge, &cli_cmd_report,
+    &cli_cmd_demo,   &cli_cmd_salvage, &cli_cmd_completion,
 };
 const size_t cli_ncommands = sizeof cli_commands / sizeof *cli_commands;
 
