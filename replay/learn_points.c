@@ -11,6 +11,8 @@
  * address. The visible points' synchronization calls, atomics and exits
  * stay points either way. */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -205,6 +207,67 @@ static int collect_pcs(const char *path, const u64_table *shared, u64_table *pcs
     return each_event(path, pc_event, &x);
 }
 
+/* One run of a round, learnt from by a helper thread: the granules it
+ * shows shared, or (given the round's shared granules) its pcs touching
+ * them. */
+typedef struct learn_job {
+    const char *path;
+    const u64_table *shared; /* NULL: the granules */
+    u64_table out;
+    int rc;
+} learn_job;
+
+typedef struct learn_pool {
+    learn_job *jobs;
+    size_t n;
+    atomic_size_t next;
+} learn_pool;
+
+static void *learn_worker(void *arg)
+{
+    learn_pool *pool = arg;
+    for (size_t i; (i = atomic_fetch_add(&pool->next, 1)) < pool->n;) {
+        learn_job *j = &pool->jobs[i];
+        j->rc =
+            j->shared ? collect_pcs(j->path, j->shared, &j->out) : mark_shared(j->path, &j->out);
+    }
+    return NULL;
+}
+
+/* The jobs on as many threads as there are cores (reading the runs one
+ * after another was most of a real program's learning round, the other
+ * core idle), then each one's table into `into`, in the jobs' order. 0, or
+ * -1 after one line. */
+static int learn_jobs(learn_job *jobs, size_t n, u64_table *into)
+{
+    enum { MAX_HELPERS = 63 };
+    learn_pool pool = {jobs, n, 0};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t helpers = cpus > 1 ? (size_t)cpus - 1 : 0;
+    if (helpers > n - 1)
+        helpers = n - 1;
+    if (helpers > MAX_HELPERS)
+        helpers = MAX_HELPERS;
+    pthread_t th[MAX_HELPERS];
+    size_t started = 0;
+    while (started < helpers && pthread_create(&th[started], NULL, learn_worker, &pool) == 0)
+        started++;
+    learn_worker(&pool);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        rc |= jobs[i].rc;
+        for (size_t s = 0; rc == 0 && s < jobs[i].out.cap; s++)
+            if (jobs[i].out.used[s] && !table_get(into, jobs[i].out.keys[s], 1)) {
+                weft_error("profiling: out of memory");
+                rc = -1;
+            }
+        table_free(&jobs[i].out);
+    }
+    return rc ? -1 : 0;
+}
+
 /* Add to `pcs` the racy pcs of one trace. */
 static int collect_race_pcs(learn_points *p, const char *path)
 {
@@ -248,16 +311,26 @@ learn_points *learn_points_new(int races, const char *binary)
 int learn_points_add(learn_points *p, const char *const *traces, size_t n, size_t *added)
 {
     size_t before = p->pcs.count;
+    for (size_t i = 0; p->races && i < n; i++)
+        if (collect_race_pcs(p, traces[i]))
+            return -1;
+    learn_job *jobs = p->races || !n ? NULL : calloc(n, sizeof *jobs);
+    if (!p->races && n && !jobs) {
+        weft_error("profiling: out of memory");
+        return -1;
+    }
     /* Every granule first, so that a pc of one schedule touching a granule
      * only another schedule shows shared is kept. */
-    for (size_t i = 0; !p->races && i < n; i++)
-        if (mark_shared(traces[i], &p->shared))
-            return -1;
-    for (size_t i = 0; i < n; i++)
-        if (p->races ? collect_race_pcs(p, traces[i]) : collect_pcs(traces[i], &p->shared, &p->pcs))
-            return -1;
+    for (size_t i = 0; jobs && i < n; i++)
+        jobs[i] = (learn_job){.path = traces[i]};
+    int rc = jobs ? learn_jobs(jobs, n, &p->shared) : 0;
+    for (size_t i = 0; jobs && rc == 0 && i < n; i++)
+        jobs[i] = (learn_job){.path = traces[i], .shared = &p->shared};
+    if (jobs && rc == 0)
+        rc = learn_jobs(jobs, n, &p->pcs);
+    free(jobs);
     *added = p->pcs.count - before;
-    return 0;
+    return rc;
 }
 
 uint64_t learn_points_pcs(const learn_points *p)
