@@ -203,6 +203,28 @@ static void salvaged(const char *out)
         die(out);
 }
 
+/* The spool of a tail-keeping writer (a campaign's run without
+ * --save-trace): skip records of three threads, no chunk. */
+static void tail_spool(const char *out, const char *spool_copy)
+{
+    weft_trace_meta m = meta();
+    weft_trace_writer *w = weft_trace_writer_open(out, &m, err, sizeof err);
+    if (!w)
+        die(out);
+    weft_trace_writer_keep_tail(w, 4);
+    for (uint64_t round = 0; round < 3; round++)
+        for (uint32_t t = 0; t < 3; t++) {
+            weft_event e[] = {ev(10 * round + t, WEFT_EV_WRITE, 0x4a2078, 8, 0),
+                              ev(10 * round + t + 1, WEFT_EV_READ, 0x4a2080, 4, 0)};
+            if (weft_trace_writer_append(w, t, e, 2))
+                die("append");
+        }
+    char sp[600];
+    snprintf(sp, sizeof sp, "%s.spool", out);
+    copy(sp, spool_copy, -1);
+    weft_trace_writer_abort(w);
+}
+
 /* More threads than a frame's merge scans (SCAN_RUNS in
  * trace_read_frames.c), so the reader's heap is used; plain writes and sync
  * only, as `weft trace --record sync+writes` records. */
@@ -412,6 +434,10 @@ int main(int argc, char **argv)
     }
     traces(p[0], p[1], 2);
     traces(p[0], p[1], 1);
+    snprintf(a, sizeof a, "%s/tail.wtr", p[0]);
+    char b[600];
+    snprintf(b, sizeof b, "%s/tail.spool", p[1]);
+    tail_spool(a, b);
     snprintf(a, sizeof a, "%s/sa.json", p[2]);
     plan(a, 1);
     snprintf(a, sizeof a, "%s/manual.json", p[2]);

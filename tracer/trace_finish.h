@@ -25,7 +25,10 @@ typedef struct trc_cursor {
     size_t cap;
     const uint8_t *p, *end;
     uint32_t left; /* records of the loaded chunk not yet decoded */
-    trc_chunk_state d;
+    /* Made at the thread's first chunk: 16 KiB of predictions, and a
+     * spool's thread ids need not be dense (a damaged one's are anything
+     * up to 2^20). */
+    trc_chunk_state *d;
     trc_rec *rec;       /* version 1's decoded batch; rec[i..n) not merged yet */
     uint32_t i, n, max; /* max: capacity of rec */
 } trc_cursor;

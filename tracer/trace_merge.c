@@ -51,7 +51,11 @@ static int cursor_load(trc_merge *m, uint32_t t, trc_cursor *c)
     c->p = c->buf + CHUNK_HDR_SIZE;
     c->end = c->p + k->len;
     c->left = k->count;
-    c->d = (trc_chunk_state){.time = k->base_time, .thread = t};
+    if (!c->d && !(c->d = malloc(sizeof *c->d))) {
+        trc_seterr(m->err, m->errlen, "%s: out of memory", m->spool_path);
+        return -1;
+    }
+    *c->d = (trc_chunk_state){.time = k->base_time, .thread = t};
     return 0;
 }
 
@@ -67,7 +71,7 @@ int trc_merge_decode(trc_merge *m, uint32_t t, trc_rec *out, uint32_t max)
     }
     uint32_t n = c->left < max ? c->left : max;
     const char *why = NULL;
-    if (trc_chunk_decode(&c->d, &c->p, c->end, out, n, &why) < 0) {
+    if (trc_chunk_decode(c->d, &c->p, c->end, out, n, &why) < 0) {
         trc_seterr(m->err, m->errlen, "%s: undecodable event of thread %u: %s", m->spool_path, t,
                    why);
         return -1;
@@ -514,8 +518,10 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
     rc = 0;
 out:
     out_close(&w, rc < 0);
-    for (uint32_t t = 0; m.cur && t < nt; t++)
+    for (uint32_t t = 0; m.cur && t < nt; t++) {
         free(m.cur[t].buf);
+        free(m.cur[t].d);
+    }
     lt_free(&lt);
     free(s.threads);
     free(recs);

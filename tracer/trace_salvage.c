@@ -206,8 +206,10 @@ int weft_spool_read(const char *path, weft_spool_fn fn, void *ctx, char *err, si
             }
         }
     }
-    for (uint32_t t = 0; m.cur && t < ix.nthreads; t++)
+    for (uint32_t t = 0; m.cur && t < ix.nthreads; t++) {
         free(m.cur[t].buf);
+        free(m.cur[t].d);
+    }
     free(m.cur);
     free(m.st);
     free(recs);

@@ -147,6 +147,8 @@ static uint32_t cut_frame(lookahead *la, uint32_t nt, uint64_t want, uint64_t bo
         uint32_t at = (x == UINT64_MAX ? a->n - a->h : count_before(a, x + 1)) - before;
         uint32_t take = before + (uint32_t)(at < need ? at : need);
         need -= take - before;
+        if (!take)
+            continue; /* a thread without records has no look-ahead at all */
         memcpy(out + n, a->r + a->h, (size_t)take * sizeof *out);
         a->h += take;
         n += take;
@@ -165,6 +167,11 @@ int trc_select_frames(trc_merge *m, frame_out *fo, uint64_t *nevents)
         trc_seterr(m->err, m->errlen, "%s: out of memory", m->spool_path);
         return -1;
     }
+    /* A thread without records gets no look-ahead: a damaged spool's
+     * thread ids can be anything up to 2^20, and a tail-keeping writer's
+     * threads may have skip records only. */
+    for (uint32_t t = 0; t < nt; t++)
+        la[t].done = m->ix->threads[t].events == 0;
     int rc = 0;
     while (left) {
         uint64_t want = left < FRAME_EVENTS ? left : FRAME_EVENTS, bound, base;
