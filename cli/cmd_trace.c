@@ -13,7 +13,7 @@
 #include "weft/trace.h"
 
 typedef struct trace_opts {
-    const char *out, *sysroot;
+    const char *out, *sysroot, *gates;
     char plugin_args[4096];
     size_t len;
     uint64_t timeout;
@@ -228,6 +228,11 @@ static const cli_option trace_options[] = {
      "speculation may run the program up to 8 times and shows its\n"
      "output once)",
      CLI_FLAG, O(no_speculate), 0, 0, NULL, NULL},
+    {"gates", 0, "FILE",
+     "exact mode: gate FILE's pcs from the first run (if it exists) and\n"
+     "write there the pcs this trace gated, so that the next trace of the\n"
+     "program needs one run (the trace is the same either way)",
+     CLI_STRING, O(gates), 0, 0, NULL, NULL},
     {"filter", 'f', "F",
      "nonstack (default): drop each thread's own stack; all;\n"
      "range:LO-HI (hex, repeatable); var:NAME (a global)",
@@ -273,8 +278,15 @@ static int run_trace(int argc, char **argv)
                      .sysroot = o.sysroot,
                      .timeout_s = (unsigned)o.timeout,
                      .speculate = o.exact && !o.quantum && !o.no_speculate,
-                     .progress = !o.quiet};
-    if (guest_check_binary(run.binary, run.sysroot) || weft_check_output(o.out))
+                     .progress = !o.quiet,
+                     .gates_file = o.gates};
+    if (o.gates && !run.speculate) {
+        cli_usage_error(&cli_cmd_trace, "--gates: only for exact mode's speculation (--mode "
+                                        "exact, without --quantum or --no-speculate)");
+        return WEFT_EXIT_USAGE;
+    }
+    if (guest_check_binary(run.binary, run.sysroot) || weft_check_output(o.out) ||
+        (o.gates && weft_check_output(o.gates)))
         return WEFT_EXIT_FAIL;
     for (int i = 0; i < o.nvars; i++)
         if (add_var_filter(&o, run.binary, o.vars[i]))

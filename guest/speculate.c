@@ -144,6 +144,49 @@ static int write_gates(const spec_run *s)
     return fclose(f);
 }
 
+/* --gates FILE: what an earlier trace of the program learnt. 0, or -1
+ * after one line. */
+static int load_gates(spec_run *s, const char *file)
+{
+    if (access(file, F_OK) != 0)
+        return 0; /* made at the end */
+    uint64_t *pcs;
+    size_t n;
+    char err[512];
+    if (weft_pcs_load(file, &pcs, &n, err, sizeof err)) {
+        weft_error("--gates: %s", err);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = add_pc(s, pcs[i]) < 0 ? -1 : 0;
+    free(pcs);
+    if (rc == 0 && s->npcs)
+        rc = write_gates(s);
+    if (rc)
+        weft_error("--gates: %s: cannot pass its pcs on: %s", file, strerror(errno));
+    return rc;
+}
+
+/* The pcs the accepted run gated, for the next trace: only after a run
+ * that was ordered (one that gated everything learnt nothing). */
+static void save_gates(spec_run *s, const char *file)
+{
+    char err[512];
+    if (!s->npcs || s->last)
+        return;
+    uint64_t *pcs = malloc(s->npcs * sizeof *pcs);
+    if (!pcs) {
+        weft_error("--gates: %s: out of memory", file);
+        return;
+    }
+    memcpy(pcs, s->pcs, s->npcs * sizeof *pcs);
+    size_t n = s->npcs;
+    if (weft_pcs_write(file, pcs, &n, err, sizeof err))
+        weft_error("--gates: %s", err);
+    free(pcs);
+}
+
 /* The guest's output of the attempt that counts, to weft's own streams. */
 static void show_output(const char *path, FILE *to)
 {
@@ -278,7 +321,13 @@ int guest_trace_run_speculative(const guest_run *run, const char *trace_path, gu
     s.attempt = *run;
     hold_output(&s, out, err);
     seed_ranges(run->binary, s.seeded, sizeof s.seeded);
+    if (run->gates_file && load_gates(&s, run->gates_file)) {
+        cleanup(&s);
+        return -1;
+    }
     int rc = run_attempts(&s, run, trace_path, r, final_flags);
+    if (run->gates_file && rc == 0 && r->end != GUEST_INTERRUPTED)
+        save_gates(&s, run->gates_file);
     if (s.attempt.capture_out)
         show_output(s.out, stdout);
     if (s.attempt.capture_err && s.attempt.capture_err != s.attempt.capture_out)

@@ -8,7 +8,8 @@
 #     mode; each as a ratio to plain qemu;
 #   - the trace's size and bytes per event;
 #   - whether the compressed output is byte-identical to plain qemu's;
-#   - whether two exact traces of the same command are byte-identical;
+#   - exact mode again with the gates the first exact trace learnt
+#     (--gates), and whether the two exact traces are byte-identical;
 #   - what a replay campaign costs: profiling (its rounds of profiling
 #     runs) and one PCT run, against one plain run.
 # The table is rewritten after every program (results/bench-real.md), so an
@@ -73,13 +74,15 @@ write_table() {
     echo "recorded; \`sync+w\`: free mode with \`--record sync+writes\` (synchronization and"
     echo "writes, what the optimizer and replay's profiling need); \`exact\`: \`--mode exact\`."
     echo "Output: the compressed bytes of every weft run compared with plain qemu's."
-    echo "exact twice: two exact traces of the same command, byte for byte. Replay:"
+    echo "\`gates known\`: exact mode again with \`--gates FILE\`, the pcs the first exact trace"
+    echo "found needed a gate (one run instead of several). exact twice: those two exact traces,"
+    echo "byte for byte. Replay:"
     echo "\`weft replay --sched pct --runs 1\`: its profiling (rounds of 3 random schedules until"
     echo "the points settle; learning runs stop at 32 MB of spool, about ten million events, one round of whole runs counts) and the one PCT run,"
     echo "against one plain run. SKIP_EXACT=${SKIP_EXACT:-}, SKIP_REPLAY=${SKIP_REPLAY:-} (1: not measured, -)."
     echo
-    echo "| program | plain s | free s (×) | sync+w s (×) | exact s (×) | events | bytes/event | output | exact twice | replay: profiling s (×) | replay: PCT run s (×) |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| program | plain s | free s (×) | sync+w s (×) | exact s (×) | exact, gates known s (×) | events | bytes/event | output | exact twice | replay: profiling s (×) | replay: PCT run s (×) |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
   } >"$out.tmp"
   mv "$out.tmp" "$out"
@@ -93,7 +96,8 @@ for p in "${programs[@]}"; do
     free+=("$(timed free "$tmp/free" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free -o "$tmp/free.wtr" -- "${argv[@]}")")
     syncw+=("$(timed syncw "$tmp/syncw" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free --record sync+writes -o "$tmp/syncw.wtr" -- "${argv[@]}")")
     if [ -z "${SKIP_EXACT:-}" ]; then
-      exact+=("$(timed exact "$tmp/exact" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode exact -o "$tmp/exact.wtr" -- "${argv[@]}")")
+      rm -f "$tmp/gates.pcs" # learnt afresh: the time of a first exact trace
+      exact+=("$(timed exact "$tmp/exact" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode exact --gates "$tmp/gates.pcs" -o "$tmp/exact.wtr" -- "${argv[@]}")")
     fi
   done
   med() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "-") }'; }
@@ -106,9 +110,9 @@ for p in "${programs[@]}"; do
     [ "$m" = exact ] && [ -n "${SKIP_EXACT:-}" ] && continue
     cmp -s "$tmp/plain.out" "$tmp/$m.out" || same="DIFFERS ($m)"
   done
-  twice="-"
+  twice="-" G="-"
   if [ -z "${SKIP_EXACT:-}" ]; then
-    timed exact2 "$tmp/exact2" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode exact -o "$tmp/exact2.wtr" -- "${argv[@]}" >/dev/null
+    G="$(timed exact2 "$tmp/exact2" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode exact --gates "$tmp/gates.pcs" -o "$tmp/exact2.wtr" -- "${argv[@]}")"
     if cmp -s "$tmp/exact.wtr" "$tmp/exact2.wtr"; then twice="identical"; else twice="differ ($(stat -c %s "$tmp/exact.wtr") vs $(stat -c %s "$tmp/exact2.wtr") bytes)"; fi
   fi
   prof="-" pct="-"
@@ -122,7 +126,7 @@ for p in "${programs[@]}"; do
     prof="$(awk -v t="$total" -v r="${run:-0}" 'BEGIN { printf "%.2f", t - r }')"
     pct="$(awk -v r="${run:-}" 'BEGIN { if (r == "") print "-"; else printf "%.2f", r }')"
   fi
-  rows+=("| $p | $P | $F ($(ratio "$F" "$P")) | $S ($(ratio "$S" "$P")) | ${E:--}${E:+ ($(ratio "$E" "$P"))} | ${ev:--} | $bpe | $same | $twice | $prof$([ "$prof" = - ] || echo " ($(ratio "$prof" "$P"))") | ${pct}$([ "$pct" = - ] || echo " ($(ratio "$pct" "$P"))") |")
+  rows+=("| $p | $P | $F ($(ratio "$F" "$P")) | $S ($(ratio "$S" "$P")) | ${E:--}${E:+ ($(ratio "$E" "$P"))} | $G$([ "$G" = - ] || echo " ($(ratio "$G" "$P"))") | ${ev:--} | $bpe | $same | $twice | $prof$([ "$prof" = - ] || echo " ($(ratio "$prof" "$P"))") | ${pct}$([ "$pct" = - ] || echo " ($(ratio "$pct" "$P"))") |")
   write_table
   echo "bench-real: $p done" >&2
 done

@@ -50,6 +50,21 @@ check "paper_avn: a second run gating what the first blamed" \
 check "paper_avn: the first run's redo said while it happens" \
   grep -qE '^weft: exact mode: run 1 \([0-9.]+ s\) was not ordered: [1-9][0-9]* more instructions need a gate' \
   "$work/paper_avn.spec.err"
+# --gates FILE: the pcs one trace found needed a gate, the next gates from
+# its first run: one run, the same trace.
+trace g1 --gates "$work/avn.pcs" -- "$WEFT_FIXTURES/paper_avn"
+check "--gates: the first trace takes 2 runs and writes FILE ($(wc -l <"$work/avn.pcs" 2>/dev/null) pcs)" \
+  grep -qE '^weft: exact mode: 2 runs' "$work/g1.err" -a -s "$work/avn.pcs"
+trace g2 --gates "$work/avn.pcs" -- "$WEFT_FIXTURES/paper_avn"
+check "--gates: the next takes one run" bash -c "! grep -q 'exact mode' '$work/g2.err'"
+check "--gates: the same trace" cmp -s "$work/g1.wtr" "$work/g2.wtr"
+trace g3 --gates "$work" -- "$WEFT_FIXTURES/paper_avn"
+check "--gates DIR: one line, status 1 ($(cat "$work/g3.st"))" \
+  test "$(cat "$work/g3.st")" = 1 -a "$(wc -l <"$work/g3.err")" = 1
+run_status st "$WEFT" trace --gates "$work/avn.pcs" -o "$work/g4.wtr" -- "$WEFT_FIXTURES/paper_avn" \
+  >/dev/null 2>&1
+check "--gates in free mode: refused ($st)" test "$st" = 2
+
 # A fork while other threads run hands the child memory as the host left
 # it: speculation gives up and the last run gates everything. (Not compared
 # byte for byte: the parent's wait4 blocks, which makes even fully gated

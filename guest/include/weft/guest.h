@@ -47,6 +47,10 @@ typedef struct guest_run {
     /* Files for the guest's stdout and stderr instead of weft's, or NULL. */
     const char *capture_out, *capture_err;
     int progress; /* a line on stderr per speculative run that must be redone */
+    /* Speculation: gate the pcs of this points file from the first run (if
+     * it exists), and write there the ones that ended up gated, for the
+     * next trace of the program. NULL: none. */
+    const char *gates_file;
     /* A run stopped at its trace's size limit leaves its spool as it is
      * (flags WEFT_TRACE_STOPPED, no trace): for weft_spool_read. */
     int leave_stopped_spool;
