@@ -467,11 +467,20 @@ static int profile_learn(replay_config *c, const char *dir)
     for (round = 0;; round++) {
         unsigned how = count_only ? 0 : ROUND_LEARN | (round == 0 ? ROUND_FIRST : 0);
         size_t added = 0;
+        double tr = weft_now_s();
         if (profile_round_run(c, dir, round, how, &pr) ||
             (!count_only &&
              learn_points_add(lp, (const char *const *)pr.traces, pr.runs, &added)) ||
             profile_stopped() || (!count_only && learn_points_write(lp, c->pcs_path)))
             break;
+        /* A long program's profiling takes minutes: say where it is. */
+        if (!c->quiet && weft_now_s() - tr >= 5)
+            fprintf(stderr,
+                    "weft: profiling round %d (%s, %" PRIu64 " runs%s) took %.1f s: %" PRIu64
+                    " pcs so far\n",
+                    round + 1, count_only ? "whole runs, counting" : "learning", pr.runs,
+                    pr.capped ? ", stopped at --learn-size" : "", weft_now_s() - tr,
+                    learn_points_pcs(lp));
         round_free(&pr, c, round);
         if (count_only || (!added && !pr.capped)) {
             rc = 0;
