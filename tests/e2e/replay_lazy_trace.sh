@@ -52,6 +52,13 @@ same plain --no-fork-server --sched pct --depth 2 --runs 8 -- "$WEFT_FIXTURES/lo
 same learn --learn-size 2K --sched pct --depth 2 --runs 8 -- "$WEFT_FIXTURES/wsq"
 check "learn: the learning runs were stopped at the limit" \
   grep -q "flags *truncated stopped" <("$WEFT" info --no-vars "$work/learn-kept/profile-0-0.wtr" 2>&1)
+# --learn-size 0: whole learning runs; wsq's are whole at the default too.
+"$WEFT" replay --sched pct --runs 2 --learn-size 0 --output "$work/whole" -- "$WEFT_FIXTURES/wsq" \
+  >"$work/whole.log" 2>&1
+"$WEFT" replay --sched pct --runs 2 --output "$work/dflt" -- "$WEFT_FIXTURES/wsq" >"$work/dflt.log" 2>&1
+check "--learn-size 0: the default's points" cmp -s "$work/whole/points.pcs" "$work/dflt/points.pcs"
+check "--learn-size 0: the default's rounds ($(grep -o '([0-9]* rounds' "$work/whole.log"))" \
+  test "$(grep -o '([0-9]* rounds' "$work/whole.log")" = "$(grep -o '([0-9]* rounds' "$work/dflt.log")"
 
 # The footer-only trace of one lazy run, as the tracer leaves it (the plugin
 # of the build tree, given the arguments weft would give it).
