@@ -80,8 +80,10 @@ static int profile_run(const replay_config *c, const char *args, const char *tra
     dup2(se, 2);
     close(so);
     close(se);
+    /* Interrupted first: a signal that came while qemu was starting found
+     * no spool and no trace yet, which is no failure of the run. */
     if (rc != 0 || r->end == GUEST_INTERRUPTED) {
-        if (rc != 0)
+        if (rc != 0 && r->end != GUEST_INTERRUPTED)
             weft_error("profiling run failed (its stderr is in %s)", errf);
         else if (!in_round_child) {
             profile_interrupted = r->status;
@@ -208,7 +210,7 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
                                  (unsigned long long)c->learn_bytes)
               : (size_t)snprintf(args + al, sizeof args - al, ",maxev=%llu", 10000000ull);
     snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
-    guest_result r;
+    guest_result r = {0};
     uint32_t flags = 0;
     /* A learning run stopped at its limit is read from its spool (unless
      * its trace is kept, or weft races reads it): salvaging it into a
