@@ -31,8 +31,9 @@ same() {
     local dep lines
     dep="$(departed_seeds "$ra" "$rb")"
     lines="$(wc -l <"$ra")"
-    check "$what: at most a quarter of the runs departed (${dep:-none})" \
-      test "$(($(wc -w <<<"$dep") * 4))" -le "$lines"
+    # (One may, whatever the count: a portfolio's policy may have three runs.)
+    check "$what: at most a quarter of the runs, or one, departed (${dep:-none})" \
+      test "$(($(wc -w <<<"$dep") * 4))" -le "$((lines > 4 ? lines : 4))"
     if cmp -s <(runs_but "$dep" "$ra") <(runs_but "$dep" "$rb"); then
       ok "$what: the same $lines lines but wall_s${dep:+ and departed seeds} ($(jq -r .verdict "$ra" | sort | uniq -c | xargs))"
     else
