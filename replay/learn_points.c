@@ -121,13 +121,13 @@ static int shared_access(const weft_event *ev)
  * thread. 0, or -1 after one line. */
 static int each_event(const char *path, weft_spool_fn fn, void *ctx)
 {
-    char err[512], spool[PATH_MAX + 8];
+    char err[512] = "", spool[PATH_MAX + 8];
     snprintf(spool, sizeof spool, "%s.spool", path);
     if (access(path, F_OK) != 0 && access(spool, F_OK) == 0) {
         int rc = weft_spool_read(path, fn, ctx, err, sizeof err);
-        if (rc < 0)
+        if (rc < 0 && err[0]) /* else fn stopped it, and said why */
             weft_error("%s", err);
-        return rc;
+        return rc < 0 ? -1 : 0;
     }
     weft_trace *t = weft_trace_open(path, err, sizeof err);
     if (!t) {
