@@ -4,9 +4,10 @@
  *
  * Each input is tried as is and, when that changes it, again with its CRCs
  * (header, every block or frame, footer) recomputed, so mutations reach the
- * decoder instead of stopping at a checksum; a version 2 input is tried a
- * third time with its frames' payloads compressed (fuzz_frames.h), so that
- * mutations of the raw streams reach the frame decoder. Checks beyond "no crash": errors are
+ * decoder instead of stopping at a checksum; a version 2 to 4 input is tried a
+ * third time with its frames' or segments' payloads compressed
+ * (fuzz_frames.h), so that mutations of the raw streams and chunks reach
+ * their decoders. Checks beyond "no crash": errors are
  * one line naming the file, a trace that opens and iterates to its end
  * delivers exactly the footer's event count in canonical order with
  * per-thread seq 0, 1, 2..., set_outcome keeps the trace readable, and the
@@ -19,9 +20,26 @@
 
 static FILE *devnull;
 
+/* A version 4 segment's payload in raw form is its chunks: their CRCs
+ * (28-byte header, payload length at 12, CRC at 24) fixed too, so that
+ * mutations reach the chunk decoder. */
+static void fix_chunks(uint8_t *p, size_t n)
+{
+    size_t q = 0;
+    while (q + 28 <= n && fz_u32(p + q) == 0x324b4357u) {
+        uint32_t len = fz_u32(p + q + 12);
+        if (len > n - q - 28)
+            break;
+        uint32_t c = (uint32_t)crc32(0, p + q, 24);
+        fz_put_u32(p + q + 24, (uint32_t)crc32(c, p + q + 28, len));
+        q += 28 + (size_t)len;
+    }
+}
+
 /* Recompute every CRC the reader checks; the file is walked as the reader
  * does and left alone where it does not fit. Version 1 blocks: 24-byte
- * header, length at 8, CRC at 20; version 2 frames: 28, 12 and 24. */
+ * header, length at 8, CRC at 20; version 2 and 3 frames: 28, 12 and 24;
+ * version 4 segments: 36, 20 and 32. */
 static void fix_checksums(uint8_t *d, size_t n)
 {
     size_t hl = fz_fix_header(d, n);
@@ -30,13 +48,23 @@ static void fix_checksums(uint8_t *d, size_t n)
     uint64_t foff = fz_u64(d + n - 16);
     if (foff < hl || foff > n - 16 - 56)
         return;
-    int v2 = fz_u32(d + 8) >= 2;
-    size_t hsize = v2 ? FZ_FRAME_HDR : 24, lenat = v2 ? 12 : 8, crcat = v2 ? 24 : 20;
+    int v2 = fz_u32(d + 8) >= 2, v4 = fz_u32(d + 8) == 4;
+    size_t hsize = v4   ? FZ_SEG_HDR
+                   : v2 ? FZ_FRAME_HDR
+                        : 24,
+           lenat = v4   ? 20
+                   : v2 ? 12
+                        : 8,
+           crcat = v4   ? 32
+                   : v2 ? 24
+                        : 20;
     uint64_t off = hl;
     while (off + hsize <= foff) {
         uint32_t len = fz_u32(d + off + lenat);
         if (off + hsize + (uint64_t)len > foff)
             break;
+        if (v4)
+            fix_chunks(d + off + hsize, len);
         uint32_t c = (uint32_t)crc32(0, d + off, (uInt)crcat);
         c = (uint32_t)crc32(c, d + off + hsize, len);
         fz_put_u32(d + off + crcat, c);
@@ -162,8 +190,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fix_checksums(fixed, size);
     if (memcmp(fixed, data, size) != 0)
         run_one(fixed, size);
-    /* Version 2: the frames' payloads compressed, as if they were the raw
-     * streams (see fuzz_frames.h), so the stream decoder gets them. */
+    /* Versions 2 to 4: the payloads compressed, as if they were the raw
+     * streams or chunks (see fuzz_frames.h), so their decoders get them. */
     size_t plen;
     uint8_t *packed = fz_frames_map(fixed, size, 1, &plen);
     if (packed) {

@@ -1,9 +1,10 @@
 /* Writes the synthetic part of the fuzz seed corpora with the real writer
  * and plan APIs: traces (every event kind and flag, more than one block,
  * more threads than the frame merge scans, no events, salvaged) in format
- * version 2 (zstd frames), again in version 1 (still read), and version 2
- * with the frames' payloads uncompressed (fuzz_frames.h: the seeds through
- * which the fuzzer reaches the frame decoder); spools (whole and torn) and
+ * version 4 (zstd segments of spool chunks), again in versions 3 (frames)
+ * and 1 (blocks), and versions 4 and 3 with their payloads uncompressed
+ * (fuzz_frames.h: the seeds through which the fuzzer reaches the chunk and
+ * frame decoders); spools (whole and torn) and
  * plans; and command lines for fuzz_options from every subcommand's option
  * table. The corpora in fuzz/corpus/ are this program's output plus a few
  * traces of fixtures recorded with `weft trace` (see fuzz/CMakeLists.txt).
@@ -385,34 +386,40 @@ static void command_lines(const char *dir)
 }
 
 /* The traces of one format version: WEFT_TRACE_ZSTD_LEVEL=0 makes the
- * writer write version 1. Spools are written with the current version's
- * header whatever the level (fuzz/corpus/spool/v1_* are older ones, wchk_*
- * spools of chunks before their records were predicted). */
+ * writer write version 1, WEFT_TRACE_FRAMES=1 version 3 (v3_*), and the
+ * current version 4 otherwise. Spools are written with the current
+ * version's header whatever the version (fuzz/corpus/spool/v1_* are older
+ * ones, wchk_* spools of chunks before their records were predicted). */
 static void traces(const char *tdir, const char *sdir, int version)
 {
     setenv("WEFT_TRACE_ZSTD_LEVEL", version == 1 ? "0" : "1", 1);
-    const char *v = version == 1 ? "v1_" : "";
+    if (version == 3)
+        setenv("WEFT_TRACE_FRAMES", "1", 1);
+    else
+        unsetenv("WEFT_TRACE_FRAMES");
+    const char *v = version == 1 ? "v1_" : version == 3 ? "v3_" : "";
     char a[600], b[600];
     snprintf(a, sizeof a, "%s/%skinds.wtr", tdir, v);
     snprintf(b, sizeof b, "%s/kinds.spool", sdir);
-    kinds(a, version == 2 ? b : NULL);
+    kinds(a, version == 4 ? b : NULL);
     snprintf(a, sizeof a, "%s/%sblocks.wtr", tdir, v);
     snprintf(b, sizeof b, "%s/torn.spool", sdir);
-    blocks(a, version == 2 ? b : NULL);
+    blocks(a, version == 4 ? b : NULL);
     snprintf(a, sizeof a, "%s/%sempty.wtr", tdir, v);
     empty(a);
     snprintf(a, sizeof a, "%s/%ssalvaged.wtr", tdir, v);
     salvaged(a);
     snprintf(a, sizeof a, "%s/%smany_threads.wtr", tdir, v);
     many_threads(a);
-    if (version == 2) {
+    if (version >= 3) {
         const char *names[] = {"kinds", "blocks", "salvaged", "many_threads"};
         for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-            snprintf(a, sizeof a, "%s/%s.wtr", tdir, names[i]);
-            snprintf(b, sizeof b, "%s/raw_%s.wtr", tdir, names[i]);
+            snprintf(a, sizeof a, "%s/%s%s.wtr", tdir, v, names[i]);
+            snprintf(b, sizeof b, "%s/%sraw_%s.wtr", tdir, v, names[i]);
             raw_form(a, b);
         }
     }
+    unsetenv("WEFT_TRACE_FRAMES");
 }
 
 int main(int argc, char **argv)
@@ -432,7 +439,8 @@ int main(int argc, char **argv)
         snprintf(p[i], sizeof p[i], "%s/%s", argv[1], sub[i]);
         mkdir(p[i], 0755);
     }
-    traces(p[0], p[1], 2);
+    traces(p[0], p[1], 4);
+    traces(p[0], p[1], 3);
     traces(p[0], p[1], 1);
     snprintf(a, sizeof a, "%s/tail.wtr", p[0]);
     char b[600];

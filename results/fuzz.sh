@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzz weft's readers of untrusted input with libFuzzer (fuzz/): the trace
-# reader (fuzz_trace, formats 1 and 2), spool salvage (fuzz_spool), the plan
+# reader (fuzz_trace, formats 1 to 4), spool salvage (fuzz_spool), the plan
 # parser (fuzz_plan), command lines (fuzz_options), and a replay campaign's
 # campaign.json (fuzz_campaign) and runs.jsonl (fuzz_runs), each for SECONDS
 # of wall time (default 600), one after the other on one core. Each starts

@@ -129,6 +129,15 @@ void server_keep(const weft_event *ev, size_t n)
         s->prefix = p;
         s->cap = cap;
     }
+    if (s->npieces == s->pieces_cap) {
+        size_t cap = s->pieces_cap ? 2 * s->pieces_cap : 64;
+        uint32_t *p = realloc(s->pieces, cap * sizeof *p);
+        if (!p)
+            decline("out of memory for the events before its first thread");
+        s->pieces = p;
+        s->pieces_cap = cap;
+    }
+    s->pieces[s->npieces++] = (uint32_t)n;
     memcpy(s->prefix + s->nprefix, ev, n * sizeof *ev);
     s->nprefix += n;
 }
@@ -317,11 +326,17 @@ static void become_child(const request *rq, const pct_config *cfg, pct_policy *p
         _exit(1);
     }
     plugin_buf_rejoin();
-    if (s->nprefix && weft_trace_writer_append(g_plugin.writer, 0, s->prefix, s->nprefix) != 0)
-        atomic_fetch_add(&g_plugin.write_errors, 1);
+    size_t at = 0;
+    for (size_t i = 0; i < s->npieces; at += s->pieces[i++])
+        if (weft_trace_writer_append(g_plugin.writer, 0, s->prefix + at, s->pieces[i]) != 0) {
+            atomic_fetch_add(&g_plugin.write_errors, 1);
+            break;
+        }
     free(s->prefix);
+    free(s->pieces);
     s->prefix = NULL;
-    s->nprefix = s->cap = 0;
+    s->pieces = NULL;
+    s->nprefix = s->cap = s->npieces = s->pieces_cap = 0;
     plugin_start_watchdog();
 }
 

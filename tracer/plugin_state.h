@@ -222,6 +222,10 @@ typedef struct server_state {
     atomic_int forking; /* the server's own fork is under way: not a guest's */
     weft_event *prefix; /* events flushed before the first clone (thread 0's) */
     size_t nprefix, cap;
+    /* the flushes they came in: a child appends them the same way, as a
+     * trace's chunks follow its appends */
+    uint32_t *pieces;
+    size_t npieces, pieces_cap;
     int placeholder_fd; /* keeps the trace spool's fd number for the children */
 } server_state;
 

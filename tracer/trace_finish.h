@@ -9,15 +9,6 @@
 #include "trace_internal.h"
 
 /* ---- from spool to trace (trace_merge.c, trace_select.c) ---- */
-/* Per-thread facts gathered while decoding, used to complete the table. */
-typedef struct trc_thread_stats {
-    uint64_t events, first, last;
-    uint64_t kinds[WEFT_EV_KIND_COUNT];
-    uint32_t parent; /* from THREAD_START (the creator's index, UINT32_MAX: none) */
-    int32_t exit_code;
-    bool exited, started;
-} trc_thread_stats;
-
 /* One thread's position in its chunk list. */
 typedef struct trc_cursor {
     size_t chunk; /* chunks loaded so far; the last one is in buf */
@@ -96,11 +87,20 @@ void block_out_free(block_out *b);
  * the next; the caller writes them in order. */
 #define FRAME_ENCODERS 2
 #define FRAME_SLOTS (FRAME_ENCODERS + 1) /* one more for the selector to fill */
+/* Segments are small (256 KiB, under a millisecond to compress): with
+ * only a slot per encoder the helpers waited on the writer's hand-offs
+ * and compressed at about one core's speed between them. */
+#define SEGMENT_SLOTS 16
+#define OUT_SLOTS_MAX SEGMENT_SLOTS
 
 typedef struct frame_job {
     trc_rec *rec; /* FRAME_EVENTS records, grouped by thread */
-    uint32_t n;
+    uint32_t n;   /* records, or a segment's events */
     uint64_t base_time;
+    /* version 4: the segment's chunks as spooled, and its header fields */
+    uint8_t *in;
+    size_t in_len;
+    uint32_t thread, nchunks;
     uint8_t *z; /* frame header and compressed payload */
     size_t zcap, zlen;
     int err;
@@ -118,20 +118,33 @@ typedef struct frame_encoder {
 typedef struct frame_out {
     trc_out *o;
     uint64_t nframes; /* written */
-    frame_job job[FRAME_SLOTS];
+    frame_job job[OUT_SLOTS_MAX];
+    uint32_t nslots; /* FRAME_SLOTS, or SEGMENT_SLOTS */
     frame_encoder enc[FRAME_ENCODERS];
     uint32_t nenc;                      /* helper threads running (0: the caller encodes) */
+    bool segments;                      /* version 4: jobs are segments, not frames */
     uint64_t published, taken, written; /* frame numbers */
     bool stop;
     pthread_mutex_t lock;
     pthread_cond_t wake_enc, wake_main;
 } frame_out;
 
-int frame_out_start(frame_out *f, trc_out *o, uint32_t nthreads, int level);
+/* segments: the jobs are version 4 segments (frame_out_next_segment),
+ * compressed and written in the same order. */
+int frame_out_start(frame_out *f, trc_out *o, uint32_t nthreads, int level, bool segments);
 /* Room for the next frame's records (FRAME_EVENTS), once a slot is free. */
 trc_rec *frame_out_next(frame_out *f);
 /* The records in frame_out_next's room are the next frame. */
 void frame_out_publish(frame_out *f, uint32_t n, uint64_t base_time);
+/* Room for the next segment's chunks (SEG_RAW_MAX bytes), once a slot is
+ * free; then frame_out_publish_segment with what was put there. */
+uint8_t *frame_out_next_segment(frame_out *f);
+void frame_out_publish_segment(frame_out *f, size_t len, uint32_t thread, uint32_t nchunks,
+                               uint32_t events, uint64_t first_time);
+
+/* Version 4: the index's chunks, undecoded, as segments to fo in
+ * canonical order (trace_segments.c). 0, or -1 with m's error set. */
+int trc_write_segments(trc_merge *m, frame_out *fo, uint64_t *nevents);
 /* Write every published frame and stop the helpers. */
 void frame_out_stop(frame_out *f);
 void frame_out_free(frame_out *f);

@@ -20,11 +20,12 @@
 static int encoder_init(frame_encoder *e, frame_out *f, uint32_t nthreads, int level)
 {
     e->fo = f;
-    e->raw = malloc(FRAME_RAW_MAX(FRAME_EVENTS));
     e->zc = ZSTD_createCCtx();
-    if (!e->raw || !e->zc || trc_frame_init(&e->fr, nthreads) < 0 ||
-        trc_frame_alloc_streams(&e->fr, FRAME_EVENTS) < 0 ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, level)) ||
+    if (!f->segments &&
+        (!(e->raw = malloc(FRAME_RAW_MAX(FRAME_EVENTS))) || trc_frame_init(&e->fr, nthreads) < 0 ||
+         trc_frame_alloc_streams(&e->fr, FRAME_EVENTS) < 0))
+        return -1;
+    if (!e->zc || ZSTD_isError(ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, level)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(e->zc, ZSTD_c_checksumFlag, 0)) ||
         ZSTD_isError(ZSTD_CCtx_setParameter(e->zc, ZSTD_c_nbWorkers, 0)))
         return -1;
@@ -42,8 +43,34 @@ static void encoder_free(frame_encoder *e)
 
 /* zstd with a fixed level, one thread and no dictionary gives the same
  * bytes for the same input, which keeps traces byte-identical run to run. */
+/* A segment: its chunks compressed as they are, behind a header whose
+ * checksum covers the compressed bytes (each chunk keeps its own). */
+static void encode_segment(frame_encoder *e, frame_job *j)
+{
+    size_t z = ZSTD_compress2(e->zc, j->z + SEG_HDR_SIZE, j->zcap - SEG_HDR_SIZE, j->in, j->in_len);
+    if (ZSTD_isError(z)) {
+        j->err = ENOMEM;
+        j->zlen = 0;
+        return;
+    }
+    uint8_t *h = j->z;
+    put_u32(h, SEG_MAGIC);
+    put_u32(h + 4, j->thread);
+    put_u32(h + 8, j->nchunks);
+    put_u32(h + 12, j->n);
+    put_u32(h + 16, (uint32_t)j->in_len);
+    put_u32(h + 20, (uint32_t)z);
+    put_u64(h + 24, j->base_time);
+    put_u32(h + 32, trc_crc32(trc_crc32(0, h, 32), h + SEG_HDR_SIZE, z));
+    j->zlen = SEG_HDR_SIZE + z;
+}
+
 static void encode(frame_encoder *e, frame_job *j)
 {
+    if (e->fo->segments) {
+        encode_segment(e, j);
+        return;
+    }
     trc_frame_reset(&e->fr, j->base_time);
     trc_frame_put(&e->fr, j->rec, j->n);
     size_t raw = trc_frame_finish(&e->fr, e->raw);
@@ -73,7 +100,7 @@ static void *encoder_main(void *arg)
             pthread_cond_wait(&f->wake_enc, &f->lock);
         if (f->taken == f->published)
             break;
-        frame_job *j = &f->job[f->taken++ % FRAME_SLOTS];
+        frame_job *j = &f->job[f->taken++ % f->nslots];
         pthread_mutex_unlock(&f->lock);
         encode(e, j);
         pthread_mutex_lock(&f->lock);
@@ -85,16 +112,22 @@ static void *encoder_main(void *arg)
 }
 
 /* 0, or -1 if out of memory; helpers that do not start are not an error. */
-int frame_out_start(frame_out *f, trc_out *o, uint32_t nthreads, int level)
+int frame_out_start(frame_out *f, trc_out *o, uint32_t nthreads, int level, bool segments)
 {
     memset(f, 0, sizeof *f);
     f->o = o;
-    size_t zcap = FRAME_HDR_SIZE + ZSTD_compressBound(FRAME_RAW_MAX(FRAME_EVENTS));
-    for (int i = 0; i < FRAME_SLOTS; i++) {
-        f->job[i].rec = malloc(FRAME_EVENTS * sizeof(trc_rec));
+    f->segments = segments;
+    f->nslots = segments ? SEGMENT_SLOTS : FRAME_SLOTS;
+    size_t zcap = segments ? SEG_HDR_SIZE + ZSTD_compressBound(SEG_RAW_MAX)
+                           : FRAME_HDR_SIZE + ZSTD_compressBound(FRAME_RAW_MAX(FRAME_EVENTS));
+    for (uint32_t i = 0; i < f->nslots; i++) {
+        if (segments)
+            f->job[i].in = malloc(SEG_RAW_MAX);
+        else
+            f->job[i].rec = malloc(FRAME_EVENTS * sizeof(trc_rec));
         f->job[i].z = malloc(zcap);
         f->job[i].zcap = zcap;
-        if (!f->job[i].rec || !f->job[i].z)
+        if (!(segments ? (void *)f->job[i].in : (void *)f->job[i].rec) || !f->job[i].z)
             return -1;
     }
     /* enc[0] doubles as the caller's own encoder when no helper runs. */
@@ -134,7 +167,7 @@ int frame_out_start(frame_out *f, trc_out *o, uint32_t nthreads, int level)
 /* Write frame number `written`, waiting for its helper if need be. */
 static void write_next(frame_out *f)
 {
-    frame_job *j = &f->job[f->written % FRAME_SLOTS];
+    frame_job *j = &f->job[f->written % f->nslots];
     if (f->nenc) {
         pthread_mutex_lock(&f->lock);
         while (!j->encoded)
@@ -153,14 +186,14 @@ static void write_next(frame_out *f)
 
 trc_rec *frame_out_next(frame_out *f)
 {
-    while (f->published - f->written >= FRAME_SLOTS)
+    while (f->published - f->written >= f->nslots)
         write_next(f);
-    return f->job[f->published % FRAME_SLOTS].rec;
+    return f->job[f->published % f->nslots].rec;
 }
 
 void frame_out_publish(frame_out *f, uint32_t n, uint64_t base_time)
 {
-    frame_job *j = &f->job[f->published % FRAME_SLOTS];
+    frame_job *j = &f->job[f->published % f->nslots];
     j->n = n;
     j->base_time = base_time;
     j->err = 0;
@@ -176,6 +209,23 @@ void frame_out_publish(frame_out *f, uint32_t n, uint64_t base_time)
     f->published++;
     pthread_cond_signal(&f->wake_enc);
     pthread_mutex_unlock(&f->lock);
+}
+
+uint8_t *frame_out_next_segment(frame_out *f)
+{
+    while (f->published - f->written >= f->nslots)
+        write_next(f);
+    return f->job[f->published % f->nslots].in;
+}
+
+void frame_out_publish_segment(frame_out *f, size_t len, uint32_t thread, uint32_t nchunks,
+                               uint32_t events, uint64_t first_time)
+{
+    frame_job *j = &f->job[f->published % f->nslots];
+    j->in_len = len;
+    j->thread = thread;
+    j->nchunks = nchunks;
+    frame_out_publish(f, events, first_time);
 }
 
 void frame_out_stop(frame_out *f)
@@ -203,8 +253,9 @@ void frame_out_free(frame_out *f)
     frame_out_stop(f);
     for (int i = 0; i < FRAME_ENCODERS; i++)
         encoder_free(&f->enc[i]);
-    for (int i = 0; i < FRAME_SLOTS; i++) {
+    for (int i = 0; i < OUT_SLOTS_MAX; i++) {
         free(f->job[i].rec);
+        free(f->job[i].in);
         free(f->job[i].z);
     }
     memset(f, 0, sizeof *f);

@@ -70,6 +70,12 @@ int trc_zstd_level(void)
     return l >= 0 && l <= 19 && *end == 0 ? (int)l : TRC_ZSTD_LEVEL_DEFAULT;
 }
 
+bool trc_frames_wanted(void)
+{
+    const char *e = getenv("WEFT_TRACE_FRAMES");
+    return e && strcmp(e, "1") == 0;
+}
+
 size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint32_t version,
                          uint32_t zstd_level, uint8_t **out)
 {

@@ -4,12 +4,14 @@
 #ifndef WEFT_TRACE_INTERNAL_H
 #define WEFT_TRACE_INTERNAL_H
 
+#include "trace_ltree.h"
 #include "weft/trace.h"
 
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 /* Magics: 8-byte ones open a file or section, 4-byte ones open a block. */
@@ -20,10 +22,12 @@
 #define BLOCK_MAGIC 0x4b4c4257u /* "WBLK" little-endian */
 #define FRAME_MAGIC 0x4d524657u /* "WFRM" little-endian */
 #define CHUNK_MAGIC 0x324b4357u /* "WCK2" little-endian (WCHK: before predictions) */
+#define SEG_MAGIC 0x34475357u   /* "WSG4" little-endian */
 
 #define BLOCK_HDR_SIZE 24 /* magic, count, payload_len, base_time, crc */
 #define CHUNK_HDR_SIZE 28 /* magic, thread, count, payload_len, base_time, crc */
 #define FRAME_HDR_SIZE 28 /* magic, count, raw_len, comp_len, base_time, crc */
+#define SEG_HDR_SIZE 36   /* magic, thread, chunks, events, raw_len, comp_len, first_time, crc */
 #define TRAILER_SIZE 16   /* footer offset, magic */
 #define FOOTER_FIXED 56   /* footer without the thread records */
 #define FOOTER_THREAD 56  /* one thread record */
@@ -50,11 +54,34 @@ static inline size_t trc_footer_kinds_len(uint32_t nthreads)
 #define FRAME_MAX_EVENTS (1u << 20)
 #define FRAME_STREAMS 7
 #define FRAME_RAW_MAX(n) (FRAME_STREAMS * 4 + (size_t)(n)*REC_MAX)
+/* Version 4 segments: one thread's consecutive spool chunks, compressed
+ * together. The writer adds chunks while the segment stays within
+ * SEG_RAW_TARGET (a lone chunk may exceed it); 256 KiB compress within 2%
+ * of 1 MiB on a real program's spool, and a reader holds one segment per
+ * thread. Readers accept raw lengths up to SEG_RAW_MAX. */
+#define SEG_RAW_TARGET (256u << 10)
+#define SEG_RAW_MAX (SEG_RAW_TARGET + CHUNK_HDR_SIZE + PAYLOAD_MAX)
 /* zstd level of version 2 traces unless WEFT_TRACE_ZSTD_LEVEL says otherwise
  * (chosen by results/bench-trace.sh: see docs/trace-format.md). */
 #define TRC_ZSTD_LEVEL_DEFAULT 1
 /* The level to write with: 0 = version 1 (uncompressed blocks), 1..19. */
 int trc_zstd_level(void);
+/* WEFT_TRACE_FRAMES=1: write version 3's frames rather than version 4's
+ * segments (for comparisons: results/bench-trace.sh). */
+bool trc_frames_wanted(void);
+
+/* Make *b hold at least need bytes (its contents kept): 0, or -1. */
+static inline int trc_grow(uint8_t **b, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    uint8_t *n = realloc(*b, need ? need : 1);
+    if (!n)
+        return -1;
+    *b = n;
+    *cap = need;
+    return 0;
+}
 
 /* ---- little-endian fields ---- */
 static inline void put_u32(uint8_t *p, uint32_t v)
@@ -385,17 +412,46 @@ typedef struct trc_chunk {
     uint64_t base_time;
 } trc_chunk;
 
+/* What a thread's events say about it: counted by the writer as it
+ * appends (the index's `counted`), or by the merge as it decodes. */
+typedef struct trc_thread_stats {
+    uint64_t events, first, last;
+    uint64_t kinds[WEFT_EV_KIND_COUNT];
+    uint32_t parent; /* from THREAD_START (the creator's index, UINT32_MAX: none) */
+    int32_t exit_code;
+    bool exited, started;
+} trc_thread_stats;
+
+/* One event's kind and what a thread's start or exit says (addr: the
+ * creator's index, or the exit code). */
+static inline void trc_stats_note(trc_thread_stats *x, uint8_t kind, uint64_t addr)
+{
+    x->kinds[kind < WEFT_EV_KIND_COUNT ? kind : 0]++;
+    if (kind == WEFT_EV_THREAD_START && !x->started) {
+        x->parent = addr > UINT32_MAX ? UINT32_MAX : (uint32_t)addr;
+        x->started = true;
+    } else if (kind == WEFT_EV_THREAD_EXIT) {
+        x->exited = true;
+        x->exit_code = (int32_t)addr;
+    }
+}
+
 typedef struct trc_thread_chunks {
     trc_chunk *v;
     size_t n, cap;
-    uint64_t last_time; /* time of the thread's last appended event */
-    uint64_t events;    /* in the chunks */
-    uint64_t skipped;   /* appended but not kept (skip records) */
+    uint64_t last_time;  /* time of the thread's last appended event */
+    uint64_t events;     /* in the chunks */
+    uint64_t skipped;    /* appended but not kept (skip records) */
+    trc_thread_stats st; /* when the index is counted */
 } trc_thread_chunks;
 
 typedef struct trc_spool_index {
     trc_thread_chunks *threads;
     uint32_t nthreads;
+    /* Every chunk's events are in its thread's st (a writer's own index;
+     * salvage rebuilds one from the spool without decoding, so its is not):
+     * the chunks can then be copied into a version 4 trace undecoded. */
+    bool counted;
 } trc_spool_index;
 
 int trc_index_add(trc_spool_index *ix, uint32_t thread, const trc_chunk *c);
@@ -471,6 +527,11 @@ struct weft_trace {
     uint32_t fleft;         /* events of the frame not yet delivered */
     uint64_t foff;          /* its offset, for messages */
     struct ZSTD_DCtx_s *zd; /* zstd.h's ZSTD_DCtx */
+    /* version 4: per thread its segments and where its reading is; the
+     * tree merging them (trace_read_segments.c) */
+    struct trc_seg_cursor *sc;
+    ltree lt;
+    bool primed; /* every thread's first batch is decoded */
     uint64_t last_time;
     uint32_t last_thread;
     bool any, failed;
@@ -483,6 +544,11 @@ int trc_read_fail(weft_trace *t, uint64_t off, const char *what);
 int trc_read_check_frames(weft_trace *t, char *why, size_t wl);
 int trc_read_load_frame(weft_trace *t);
 int trc_read_frame_next(weft_trace *t, weft_event *ev);
+/* Version 4: segments' headers at open; the next event (1, 0 at the end,
+ * or -1); what they hold. */
+int trc_read_check_segments(weft_trace *t, char *why, size_t wl);
+int trc_read_segment_next(weft_trace *t, weft_event *ev);
+void trc_read_segments_free(weft_trace *t);
 
 /* ---- address-keyed hash map (trace_addrmap.c) ---- */
 typedef struct trc_addrmap {

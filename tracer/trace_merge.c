@@ -88,17 +88,8 @@ int trc_merge_decode(trc_merge *m, uint32_t t, trc_rec *out, uint32_t max)
         x->first = out[0].time;
     x->events += n;
     x->last = out[n - 1].time;
-    for (uint32_t i = 0; i < n; i++) {
-        const trc_rec *r = &out[i];
-        x->kinds[r->kind < WEFT_EV_KIND_COUNT ? r->kind : 0]++;
-        if (r->kind == WEFT_EV_THREAD_START && !x->started) {
-            x->parent = r->addr > UINT32_MAX ? UINT32_MAX : (uint32_t)r->addr;
-            x->started = true;
-        } else if (r->kind == WEFT_EV_THREAD_EXIT) {
-            x->exited = true;
-            x->exit_code = (int32_t)r->addr;
-        }
-    }
+    for (uint32_t i = 0; i < n; i++)
+        trc_stats_note(x, out[i].kind, out[i].addr);
     return (int)n;
 }
 
@@ -113,90 +104,6 @@ static int cursor_fill(trc_merge *m, uint32_t t)
     c->i = 0;
     c->n = (uint32_t)n;
     return 1;
-}
-
-/* Tournament (loser) tree over the threads' next records, keyed by (time,
- * thread): replacing the winner costs one comparison per level on a fixed
- * path, where a binary heap's sift-down costs two and branches on which
- * child to follow. Leaves are thread ids, padded to a power of two with
- * exhausted ones. */
-#define LT_DONE UINT32_MAX /* rank of an exhausted leaf: after every thread */
-
-typedef struct lt_key {
-    uint64_t time;
-    uint32_t rank; /* the thread id, or LT_DONE */
-} lt_key;
-
-typedef struct ltree {
-    uint32_t k;     /* leaves */
-    uint32_t *node; /* node[0]: overall winner; node[1..k): loser of that match */
-    lt_key *key;    /* per leaf */
-} ltree;
-
-/* Bitwise, not short-circuit: the outcome is a coin toss when threads run
- * side by side, so a branch on it would mispredict half the time. */
-static inline bool lt_less(lt_key a, lt_key b)
-{
-    return (a.time < b.time) | ((a.time == b.time) & (a.rank < b.rank));
-}
-
-static int lt_init(ltree *t, uint32_t nthreads)
-{
-    uint32_t k = 1;
-    while (k < nthreads)
-        k *= 2;
-    t->k = k;
-    t->node = calloc(k, sizeof *t->node);
-    t->key = malloc(k * sizeof *t->key);
-    if (!t->node || !t->key)
-        return -1;
-    for (uint32_t i = 0; i < k; i++)
-        t->key[i] = (lt_key){UINT64_MAX, LT_DONE};
-    return 0;
-}
-
-static void lt_free(ltree *t)
-{
-    free(t->node);
-    free(t->key);
-}
-
-/* Play every match once the leaves' keys are set. */
-static int lt_build(ltree *t)
-{
-    uint32_t k = t->k;
-    uint32_t *win = malloc(2 * (size_t)k * sizeof *win);
-    if (!win)
-        return -1;
-    for (uint32_t i = 0; i < k; i++)
-        win[k + i] = i;
-    for (uint32_t i = k - 1; i >= 1; i--) {
-        uint32_t a = win[2 * i], b = win[2 * i + 1];
-        bool b_wins = lt_less(t->key[b], t->key[a]);
-        win[i] = b_wins ? b : a;
-        t->node[i] = b_wins ? a : b;
-    }
-    t->node[0] = k > 1 ? win[1] : 0;
-    free(win);
-    return 0;
-}
-
-/* Leaf w's key changed (it was the winner): replay its path to the root,
- * carrying the candidate's key along and selecting without branches. */
-static inline void lt_replay(ltree *t, uint32_t w)
-{
-    uint32_t cand = w;
-    lt_key kc = t->key[w];
-    for (uint32_t i = (w + t->k) >> 1; i; i >>= 1) {
-        uint32_t o = t->node[i];
-        lt_key ko = t->key[o];
-        bool swap = lt_less(ko, kc);
-        t->node[i] = swap ? cand : o;
-        cand = swap ? o : cand;
-        kc.time = swap ? ko.time : kc.time;
-        kc.rank = swap ? ko.rank : kc.rank;
-    }
-    t->node[0] = cand;
 }
 
 static weft_trace_thread *build_threads(const weft_trace_summary *s, const trc_thread_stats *st,
@@ -263,10 +170,10 @@ typedef struct merge_out {
     int fd;
     trc_out o;
     block_out b;      /* version 1 */
-    frame_out f;      /* versions 2 and 3 */
+    frame_out f;      /* versions 2 to 4 */
     bool started;     /* b or f */
     bool durable;     /* fsync the file and its folder (trace.h) */
-    uint32_t version; /* 3 (frames, kinds in the footer), or 1 (zstd level 0) */
+    uint32_t version; /* 4 (segments), 3 (frames), or 1 (zstd level 0) */
 } merge_out;
 
 /* One decode batch per thread, carved from a single allocation; smaller for
@@ -282,9 +189,10 @@ static trc_rec *alloc_batches(const trc_spool_index *ix)
 
 /* Create the temporary file and write the header; the block output starts
  * here too, as its encoder thread (if any) writes behind the header. */
-static int out_open(merge_out *w, const weft_trace_meta *meta, uint32_t nt, char *err,
+static int out_open(merge_out *w, const weft_trace_meta *meta, const trc_spool_index *ix, char *err,
                     size_t errlen)
 {
+    uint32_t nt = ix->nthreads;
     const char *path = w->path;
     size_t tlen = strlen(path) + 32;
     if (!(w->tmp = malloc(tlen))) {
@@ -302,7 +210,7 @@ static int out_open(merge_out *w, const weft_trace_meta *meta, uint32_t nt, char
         return -1;
     }
     int level = trc_zstd_level();
-    w->version = level ? WEFT_TRACE_VERSION : 1;
+    w->version = !level ? 1 : ix->counted && !trc_frames_wanted() ? 4 : 3;
     uint8_t *hdr = NULL;
     size_t hlen = trc_header_encode(meta, TRC_MAGIC, w->version, (uint32_t)level, &hdr);
     if (!hlen) {
@@ -313,8 +221,8 @@ static int out_open(merge_out *w, const weft_trace_meta *meta, uint32_t nt, char
     trc_out_write(&w->o, hdr, hlen);
     free(hdr);
     w->started = true;
-    if ((level ? frame_out_start(&w->f, &w->o, nt, level) : block_out_start(&w->b, &w->o, nt)) <
-        0) {
+    if ((level ? frame_out_start(&w->f, &w->o, nt, level, w->version == 4)
+               : block_out_start(&w->b, &w->o, nt)) < 0) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         return -1;
     }
@@ -488,9 +396,15 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
         trc_seterr(err, errlen, "%s: out of memory", path);
         goto out;
     }
-    if (out_open(&w, meta, nt, err, errlen) < 0)
+    if (out_open(&w, meta, ix, err, errlen) < 0)
         goto out;
-    if (w.version > 1) {
+    if (w.version == 4) {
+        for (uint32_t t = 0; t < nt; t++)
+            m.st[t] = ix->threads[t].st;
+        if (trc_write_segments(&m, &w.f, &nevents) < 0)
+            goto out;
+        frame_out_stop(&w.f);
+    } else if (w.version > 1) {
         if (trc_select_frames(&m, &w.f, &nevents) < 0)
             goto out;
         frame_out_stop(&w.f);

@@ -21,6 +21,7 @@ static void trace_free(weft_trace *t)
     trc_meta_free(&t->meta);
     trc_delta_free(&t->d);
     trc_frame_free(&t->fr);
+    trc_read_segments_free(t);
     ZSTD_freeDCtx(t->zd);
     free(t->raw);
     free(t->fev);
@@ -153,6 +154,8 @@ static int parse_footer(weft_trace *t, const uint8_t *f, size_t len, char *why, 
  * reported at open, not halfway through an analysis. */
 static int check_blocks(weft_trace *t, char *why, size_t wl)
 {
+    if (t->meta.version >= 4)
+        return trc_read_check_segments(t, why, wl);
     if (t->meta.version >= 2)
         return trc_read_check_frames(t, why, wl);
     uint64_t off = t->header_len, events = 0, blocks = 0;
@@ -224,7 +227,8 @@ static int read_fixed(weft_trace *t, char *why, size_t wl)
         return -1;
     }
     if (got >= 8 && memcmp(fixed, SPOOL_MAGIC, 8) == 0) {
-        trc_seterr(why, wl, "is the spool of an unfinished run, not a trace (weft salvage makes one)");
+        trc_seterr(why, wl,
+                   "is the spool of an unfinished run, not a trace (weft salvage makes one)");
         return -1;
     }
     if (memcmp(fixed, TRC_MAGIC, got < 8 ? got : 8) != 0) {
@@ -328,7 +332,8 @@ weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
         read_header(t, why, sizeof why) < 0 || read_footer(t, why, sizeof why) < 0 ||
         check_blocks(t, why, sizeof why) < 0)
         return open_fail(t, err, errlen, "%s", why);
-    if (t->meta.version >= 2
+    if (t->meta.version >= 4 ? !(t->zd = ZSTD_createDCtx())
+        : t->meta.version >= 2
             ? trc_frame_init(&t->fr, t->summary.nthreads) < 0 || !(t->zd = ZSTD_createDCtx())
             : trc_delta_init(&t->d, t->summary.nthreads, false) < 0)
         return open_fail(t, err, errlen, "out of memory");
@@ -394,6 +399,12 @@ int weft_trace_next(weft_trace *t, weft_event *ev)
 {
     if (t->failed)
         return -1;
+    if (t->meta.version >= 4) {
+        int r = trc_read_segment_next(t, ev);
+        if (r == 1)
+            ev->seq = t->seq[ev->thread]++;
+        return r;
+    }
     if (t->meta.version >= 2) {
         if (t->fleft == 0 && t->off < t->footer_off && trc_read_load_frame(t) < 0)
             return -1;
@@ -433,6 +444,7 @@ void weft_trace_rewind(weft_trace *t)
     t->off = t->header_len;
     t->nev = t->pos = 0;
     t->fleft = 0;
+    t->primed = false;
     t->any = false;
     t->failed = false;
     t->err[0] = 0;

@@ -54,18 +54,6 @@ int trc_read_check_frames(weft_trace *t, char *why, size_t wl)
     return 0;
 }
 
-static int grow_buf(uint8_t **b, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    uint8_t *n = realloc(*b, need ? need : 1);
-    if (!n)
-        return -1;
-    *b = n;
-    *cap = need;
-    return 0;
-}
-
 /* The heap orders runs by their next event's (time, thread). */
 static inline bool run_before(const weft_trace *t, uint32_t a, uint32_t b)
 {
@@ -164,7 +152,7 @@ int trc_read_load_frame(weft_trace *t)
         raw > FRAME_RAW_MAX(count) || len > ZSTD_compressBound(raw) ||
         off + FRAME_HDR_SIZE + len > t->footer_off)
         return trc_read_fail(t, off, "bad header");
-    if (grow_buf(&t->blk, &t->blk_cap, len) < 0 || grow_buf(&t->raw, &t->raw_cap, raw) < 0)
+    if (trc_grow(&t->blk, &t->blk_cap, len) < 0 || trc_grow(&t->raw, &t->raw_cap, raw) < 0)
         return trc_read_fail(t, off, "out of memory");
     if (trc_pread_all(t->fd, t->blk, len, off + FRAME_HDR_SIZE) != (ssize_t)len)
         return trc_read_fail(t, off, "cut short");

@@ -115,6 +115,7 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
         return NULL;
     }
     w->off = hlen;
+    w->ix.counted = true;
     trc_live_open(&w->live, path, w->fd);
     return w;
 }
@@ -214,10 +215,13 @@ static int writer_fail(weft_trace_writer *w, const char *fmt, ...)
     return -1;
 }
 
-/* Check one append's events on their own (no lock needed). */
-static int check_events(weft_trace_writer *w, uint32_t thread, const weft_event *ev, size_t n)
+/* Check one append's events on their own (no lock needed), and count
+ * them into st: a version 4 trace's footer then needs no decoding. */
+static int check_events(weft_trace_writer *w, uint32_t thread, const weft_event *ev, size_t n,
+                        trc_thread_stats *st)
 {
     for (size_t i = 0; i < n; i++) {
+        trc_stats_note(st, ev[i].kind, ev[i].addr);
         if (ev[i].kind >= WEFT_EV_KIND_COUNT || ev[i].size > 64) {
             pthread_mutex_lock(&w->lock);
             writer_fail(w, "%s: thread %u: invalid event (kind %u, size %u)", w->path, thread,
@@ -235,6 +239,27 @@ static int check_events(weft_trace_writer *w, uint32_t thread, const weft_event 
         }
     }
     return 0;
+}
+
+/* An append's counts (st) into its thread's: events[0..n) follow what
+ * the thread had appended so far. */
+static void stats_merge(trc_thread_stats *x, const trc_thread_stats *st, const weft_event *events,
+                        size_t n)
+{
+    if (!x->events)
+        x->first = events[0].time;
+    x->events += n;
+    x->last = events[n - 1].time;
+    for (int k = 0; k < WEFT_EV_KIND_COUNT; k++)
+        x->kinds[k] += st->kinds[k];
+    if (st->started && !x->started) {
+        x->started = true;
+        x->parent = st->parent;
+    }
+    if (st->exited) {
+        x->exited = true;
+        x->exit_code = st->exit_code;
+    }
 }
 
 void weft_trace_writer_keep_tail(weft_trace_writer *w, uint32_t events_per_thread)
@@ -345,7 +370,8 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
         pthread_mutex_unlock(&w->lock);
         return -1;
     }
-    if (check_events(w, thread, events, n) < 0)
+    trc_thread_stats st = {0};
+    if (check_events(w, thread, events, n, &st) < 0)
         return -1;
     if (w->tail)
         return tail_append(w, thread, events, n);
@@ -398,6 +424,7 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
             w->off += len;
             tc = &w->ix.threads[thread];
             tc->last_time = events[n - 1].time;
+            stats_merge(&tc->st, &st, events, n);
         }
     }
     pthread_mutex_unlock(&w->lock);

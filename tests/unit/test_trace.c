@@ -166,24 +166,29 @@ static weft_event *gen_stream(uint32_t thread, size_t n)
     return v;
 }
 
-static const char *write_variant(const char *name, weft_event **s, int variant)
+/* The same appends (97 events each) thread after thread (variant 0) or
+ * round robin, last thread first (1); or appends of uneven sizes (2). */
+static char *write_variant(const char *name, weft_event **s, int variant)
 {
-    const char *path = tt_path(name);
+    char *path = strdup(tt_path(name));
+    assert_non_null(path);
     char err[512];
     weft_trace_meta m = tt_meta();
     weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
     assert_non_null(w);
-    if (variant == 0) { /* thread after thread */
+    if (variant == 0) {
         for (uint32_t t = 0; t < NT; t++)
-            for (size_t i = 0; i < PER_THREAD; i += 1000)
-                assert_int_equal(weft_trace_writer_append(w, t, s[t] + i, 1000), 0);
-    } else { /* round robin, uneven batches, last thread first */
+            for (size_t i = 0; i < PER_THREAD; i += 97)
+                assert_int_equal(weft_trace_writer_append(
+                                     w, t, s[t] + i, PER_THREAD - i < 97 ? PER_THREAD - i : 97),
+                                 0);
+    } else {
         static const size_t sizes[] = {1, 7, 333, 4096, 5000};
         size_t pos[NT] = {0}, k = 0;
         for (int left = NT; left;) {
             left = 0;
             for (int t = NT - 1; t >= 0; t--) {
-                size_t n = sizes[k++ % 5];
+                size_t n = variant == 1 ? 97 : sizes[k++ % 5];
                 if (pos[t] + n > PER_THREAD)
                     n = PER_THREAD - pos[t];
                 if (n)
@@ -195,6 +200,25 @@ static const char *write_variant(const char *name, weft_event **s, int variant)
     }
     assert_int_equal(weft_trace_writer_finish(w, NULL, err, sizeof err), 0);
     return path;
+}
+
+/* Both traces hold the same events in the same order. */
+static void assert_same_events(const char *a, const char *b)
+{
+    char err[512];
+    weft_trace *x = weft_trace_open(a, err, sizeof err), *y = weft_trace_open(b, err, sizeof err);
+    assert_non_null(x);
+    assert_non_null(y);
+    weft_event e, f;
+    int r;
+    while ((r = weft_trace_next(x, &e)) == 1) {
+        assert_int_equal(weft_trace_next(y, &f), 1);
+        assert_memory_equal(&e, &f, sizeof e);
+    }
+    assert_int_equal(r, 0);
+    assert_int_equal(weft_trace_next(y, &f), 0);
+    weft_trace_close(x);
+    weft_trace_close(y);
 }
 
 typedef struct conc_arg {
@@ -220,8 +244,29 @@ static void test_byte_identical_interleavings(void **state)
     weft_event *s[NT];
     for (uint32_t t = 0; t < NT; t++)
         s[t] = gen_stream(t, PER_THREAD);
-    const char *a = write_variant("order-a.wtr", s, 0);
-    const char *b = write_variant("order-b.wtr", s, 1);
+    char *a = write_variant("order-a.wtr", s, 0);
+    char *b = write_variant("order-b.wtr", s, 1);
+    /* Chunks follow appends, so other append sizes give other bytes (the
+     * plugin appends where a thread's own events say: a full buffer, a
+     * syscall, its exit), the same events; and in version 3, whose frames
+     * are cut from the merged events, the same bytes. */
+    char *d = write_variant("order-d.wtr", s, 2);
+    assert_same_events(a, d);
+    setenv("WEFT_TRACE_FRAMES", "1", 1);
+    char *a3 = write_variant("order-a3.wtr", s, 0);
+    char *d3 = write_variant("order-d3.wtr", s, 2);
+    unsetenv("WEFT_TRACE_FRAMES");
+    size_t l3, m3;
+    uint8_t *b3 = tt_slurp(a3, &l3), *e3 = tt_slurp(d3, &m3);
+    assert_int_equal(l3, m3);
+    assert_memory_equal(b3, e3, l3);
+    assert_int_equal(b3[8], 3);
+    free(b3);
+    free(e3);
+    assert_same_events(a, a3);
+    free(d);
+    free(a3);
+    free(d3);
 
     /* Concurrent appends from real threads. */
     const char *c = tt_path("order-c.wtr");
@@ -269,15 +314,19 @@ static void test_byte_identical_interleavings(void **state)
     }
     assert_int_equal(n, NT * PER_THREAD);
     weft_trace_close(t);
+    free(a);
+    free(b);
     for (uint32_t i = 0; i < NT; i++)
         free(s[i]);
 }
 
 /* ---- large stream with bounded memory ---- */
 
-static void test_large_stream(void **state)
+static void print_size_and_memory(const char *path, uint64_t n);
+
+/* Version 4 (frames_wanted false) or 3. */
+static void large_stream(bool frames_wanted)
 {
-    (void)state;
     const uint32_t nthreads = 4;
     const size_t per = 1000000, batch = 4096;
     const char *path = tt_path("large.wtr");
@@ -299,11 +348,15 @@ static void test_large_stream(void **state)
         }
     }
     free(buf);
+    if (frames_wanted)
+        setenv("WEFT_TRACE_FRAMES", "1", 1);
     assert_int_equal(weft_trace_writer_finish(w, NULL, err, sizeof err), 0);
+    unsetenv("WEFT_TRACE_FRAMES");
 
     weft_trace *t = weft_trace_open(path, err, sizeof err);
     assert_non_null(t);
     assert_int_equal(weft_trace_event_count(t), nthreads * per);
+    assert_int_equal(weft_trace_get_meta(t)->version, frames_wanted ? 3 : 4);
     weft_event ev;
     uint64_t n = 0, last = 0;
     while (weft_trace_next(t, &ev) == 1) {
@@ -315,18 +368,41 @@ static void test_large_stream(void **state)
     assert_int_equal(weft_trace_get_summary(t)->threads[3].events, per);
     weft_trace_close(t);
 
+    size_t flen;
+    uint8_t *file = tt_slurp(path, &flen);
+    uint64_t foot = tt_get(file + flen - 16, 8), off = tt_get(file + 12, 4);
+    if (!frames_wanted) {
+        /* Segments: canonical order, each thread's whole, within the size
+         * the writer aims at (its chunks hold the 4096 events of an append). */
+        uint64_t segs = 0, prev = 0, events[4] = {0};
+        while (off < foot) {
+            const uint8_t *h = file + off;
+            uint32_t th = (uint32_t)tt_get(h + 4, 4), raw = (uint32_t)tt_get(h + 16, 4);
+            uint64_t first = tt_get(h + 24, 8);
+            assert_int_equal(tt_get(h, 4), SEG_MAGIC);
+            assert_true(th < nthreads);
+            assert_true(raw <= SEG_RAW_TARGET);
+            assert_true(first >= prev);
+            prev = first;
+            events[th] += tt_get(h + 12, 4);
+            off += SEG_HDR_SIZE + tt_get(h + 20, 4);
+            segs++;
+        }
+        free(file);
+        assert_int_equal(off, foot);
+        for (uint32_t th = 0; th < nthreads; th++)
+            assert_int_equal(events[th], per);
+        assert_true(segs >= nthreads * 2);
+        print_size_and_memory(path, n);
+        return;
+    }
+
     /* Every frame but the last holds exactly FRAME_EVENTS records: with the
      * reader's check that no record comes before one of an earlier frame,
      * each frame is exactly the next FRAME_EVENTS in canonical order, ties
      * in time across threads (the streams above start one apart and step
      * by 1 or 2) split at frame ends as (time, thread) order has it. */
-    size_t flen;
-    uint8_t *file = tt_slurp(path, &flen);
-    uint64_t foot = 0, off = 0, frames = 0, last_count = 0;
-    for (int i = 0; i < 8; i++)
-        foot |= (uint64_t)file[flen - 16 + i] << (8 * i);
-    for (int i = 0; i < 4; i++)
-        off |= (uint64_t)file[12 + i] << (8 * i);
+    uint64_t frames = 0, last_count = 0;
     while (off < foot) {
         uint32_t count = 0, comp = 0;
         for (int i = 0; i < 4; i++) {
@@ -342,7 +418,23 @@ static void test_large_stream(void **state)
     free(file);
     assert_int_equal(off, foot);
     assert_int_equal(frames, (nthreads * per + FRAME_EVENTS - 1) / FRAME_EVENTS);
+    print_size_and_memory(path, n);
+}
 
+static void test_large_stream(void **state)
+{
+    (void)state;
+    large_stream(false);
+}
+
+static void test_large_stream_frames(void **state)
+{
+    (void)state;
+    large_stream(true);
+}
+
+static void print_size_and_memory(const char *path, uint64_t n)
+{
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     printf("# %llu events in %lld bytes (%.2f bytes/event)\n", (unsigned long long)n,
@@ -556,10 +648,15 @@ static void test_kind_helpers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_byte_identical_interleavings),
-        cmocka_unit_test(test_large_stream),  cmocka_unit_test(test_empty_and_rebuilt_table),
-        cmocka_unit_test(test_writer_errors), cmocka_unit_test(test_set_outcome),
-        cmocka_unit_test(test_kind_helpers),  cmocka_unit_test(test_exit_status_range),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_byte_identical_interleavings),
+        cmocka_unit_test(test_large_stream),
+        cmocka_unit_test(test_large_stream_frames),
+        cmocka_unit_test(test_empty_and_rebuilt_table),
+        cmocka_unit_test(test_writer_errors),
+        cmocka_unit_test(test_set_outcome),
+        cmocka_unit_test(test_kind_helpers),
+        cmocka_unit_test(test_exit_status_range),
     };
     int failed = cmocka_run_group_tests_name("trace", tests, NULL, NULL);
     failed += _cmocka_run_group_tests("trace_corrupt", corrupt_tests, corrupt_ntests, NULL, NULL);

@@ -53,6 +53,15 @@ static inline const char *tt_scratch(void)
     return tt_dir;
 }
 
+/* The n-byte little-endian integer at p. */
+static inline uint64_t tt_get(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
 /* path of `name` in the scratch directory (static buffer rotation of 4). */
 static inline const char *tt_path(const char *name)
 {

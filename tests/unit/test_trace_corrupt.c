@@ -20,25 +20,43 @@ static void expect_open_error(const char *path, const char *needle)
         fail_msg("error \"%s\" lacks \"%s\"", err, needle);
 }
 
-/* A small trace of two threads, and a bigger one spanning several blocks. */
+/* A small trace of two threads, in version 4 or (frames_wanted) 3. */
+static void write_small(const char *path, bool frames_wanted)
+{
+    weft_event t0[20], t1[20];
+    for (int i = 0; i < 20; i++) {
+        t0[i] = tt_ev(2 * i, WEFT_EV_WRITE, 0x1000 + 8 * (i % 3), 0x400000 + 4 * i, 8);
+        t1[i] = tt_ev(2 * i + 1, WEFT_EV_READ, 0x1000, 0x400100 + 4 * i, 8);
+    }
+    weft_event *s[] = {t0, t1};
+    size_t c[] = {20, 20};
+    if (frames_wanted)
+        setenv("WEFT_TRACE_FRAMES", "1", 1);
+    tt_write(path, 2, s, c, NULL);
+    unsetenv("WEFT_TRACE_FRAMES");
+}
+
 static const char *small_trace(void)
 {
     static char path[640];
     if (!path[0]) {
         snprintf(path, sizeof path, "%s", tt_path("small.wtr"));
-        weft_event t0[20], t1[20];
-        for (int i = 0; i < 20; i++) {
-            t0[i] = tt_ev(2 * i, WEFT_EV_WRITE, 0x1000 + 8 * (i % 3), 0x400000 + 4 * i, 8);
-            t1[i] = tt_ev(2 * i + 1, WEFT_EV_READ, 0x1000, 0x400100 + 4 * i, 8);
-        }
-        weft_event *s[] = {t0, t1};
-        size_t c[] = {20, 20};
-        tt_write(path, 2, s, c, NULL);
+        write_small(path, false);
     }
     return path;
 }
 
-/* More than one version 2 frame (2^18 events). */
+static const char *small_trace_v3(void)
+{
+    static char path[640];
+    if (!path[0]) {
+        snprintf(path, sizeof path, "%s", tt_path("small3.wtr"));
+        write_small(path, true);
+    }
+    return path;
+}
+
+/* More than one segment, and more than one version 2 frame (2^18 events). */
 #define MULTI_EVENTS 300000
 
 static const char *multi_block_trace(void)
@@ -129,7 +147,7 @@ static void test_version2_still_read(void **state)
 {
     (void)state;
     size_t n;
-    uint8_t *b = tt_slurp(small_trace(), &n);
+    uint8_t *b = tt_slurp(small_trace_v3(), &n);
     const char *p = tt_path("v2.wtr");
     tt_spit(p, b, cut_kinds_table(b, n, 2));
     char err[512];
@@ -152,7 +170,7 @@ static void test_version2_still_read(void **state)
         fail_msg("summary of the version 2 trace: %s", line);
     free(b);
 
-    b = tt_slurp(small_trace(), &n);
+    b = tt_slurp(small_trace_v3(), &n);
     const char *p3 = tt_path("v3-no-kinds.wtr");
     tt_spit(p3, b, cut_kinds_table(b, n, 3));
     expect_open_error(p3, "corrupt footer (no event kinds table)");
@@ -230,11 +248,11 @@ static void test_block_checksum(void **state)
     (void)state;
     size_t n;
     uint8_t *b = tt_slurp(multi_block_trace(), &n);
-    /* Inside the second frame's compressed payload: after the header, the
-     * first frame (28-byte header, compressed length at offset 12) and the
-     * second one's header. */
-    uint32_t hlen = get_u32(b + 12), first = get_u32(b + hlen + 12);
-    size_t at = hlen + 28 + first + 28 + 3;
+    /* Inside the second segment's compressed payload: after the header, the
+     * first segment (header, compressed length at offset 20) and the second
+     * one's header. */
+    uint32_t hlen = get_u32(b + 12), first = get_u32(b + hlen + 20);
+    size_t at = hlen + SEG_HDR_SIZE + first + SEG_HDR_SIZE + 3;
     assert_true(at < n);
     b[at] ^= 0x40;
     const char *p = tt_path("badcrc.wtr");

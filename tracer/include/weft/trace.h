@@ -17,9 +17,11 @@
 extern "C" {
 #endif
 
-/* Version 2: events in zstd-compressed frames, the recorded event classes
- * in the header, FAULT events. Readers accept versions 1 and 2. */
-#define WEFT_TRACE_VERSION 3
+/* Version 4: each thread's spool chunks in zstd-compressed segments,
+ * merged by the reader (3: frames of merged events, kinds counted in the
+ * footer; 2: the recorded event classes in the header, FAULT events).
+ * Readers accept versions 1 to 4 (docs/trace-format.md). */
+#define WEFT_TRACE_VERSION 4
 
 typedef enum weft_event_kind {
     WEFT_EV_READ = 0,
