@@ -1,8 +1,8 @@
 /* The trace reader's version 4 side: segments checked at open, each
  * thread's read in its order (decompressed one at a time, its chunks
  * decoded in batches), and the threads merged into canonical order by a
- * tournament tree (layout: docs/trace-format.md). Memory: one segment and
- * one batch per thread with events left. */
+ * tournament tree (layout: docs/trace-format.md). Memory: a small cursor
+ * per thread, and one segment and one batch per thread with events left. */
 #include "trace_internal.h"
 #include "trace_ltree.h"
 
@@ -26,8 +26,10 @@ struct trc_seg_cursor {
     uint32_t left;          /* of the open chunk, not decoded */
     uint64_t seg_off, last; /* for messages; the last time decoded */
     bool any;
+    /* Made when the thread is first read, freed when it is done: a trace
+     * may have many threads, most of them short. */
     trc_chunk_state *d;
-    trc_rec rec[SEG_BATCH];
+    trc_rec *rec; /* [SEG_BATCH] */
     uint32_t i, n;
 };
 
@@ -126,6 +128,7 @@ void trc_read_segments_free(weft_trace *t)
         free(t->sc[i].segs);
         free(t->sc[i].raw);
         free(t->sc[i].d);
+        free(t->sc[i].rec);
     }
     free(t->sc);
     t->sc = NULL;
@@ -178,7 +181,8 @@ static int open_chunk(weft_trace *t, uint32_t th, struct trc_seg_cursor *c)
         return trc_read_fail(t, c->seg_off, "chunk checksum mismatch");
     if (c->any && base < c->last)
         return trc_read_fail(t, c->seg_off, "thread goes back in time");
-    if (!c->d && !(c->d = malloc(sizeof *c->d)))
+    if ((!c->d && !(c->d = malloc(sizeof *c->d))) ||
+        (!c->rec && !(c->rec = malloc(SEG_BATCH * sizeof *c->rec))))
         return trc_read_fail(t, c->seg_off, "out of memory");
     *c->d = (trc_chunk_state){.time = base, .thread = th};
     c->p = p + CHUNK_HDR_SIZE;
@@ -197,8 +201,16 @@ static int fill(weft_trace *t, uint32_t th)
         if (c->chunks_left == 0) {
             if (c->p != c->end || c->seg_events)
                 return trc_read_fail(t, c->seg_off, "segment longer than its chunks");
-            if (c->next == c->nsegs)
+            if (c->next == c->nsegs) {
+                free(c->raw);
+                free(c->d);
+                free(c->rec);
+                c->raw = NULL;
+                c->d = NULL;
+                c->rec = NULL;
+                c->raw_cap = 0;
                 return 0;
+            }
             if (load_segment(t, th, c) < 0)
                 return -1;
         }
