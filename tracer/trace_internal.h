@@ -450,7 +450,7 @@ typedef struct trc_spool_index {
     uint32_t nthreads;
     /* Every chunk's events are in its thread's st (a writer's own index;
      * salvage rebuilds one from the spool without decoding, so its is not):
-     * the chunks can then be copied into a version 4 trace undecoded. */
+     * a version 4 trace's footer then needs no decoding pass. */
     bool counted;
 } trc_spool_index;
 

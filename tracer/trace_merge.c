@@ -210,7 +210,7 @@ static int out_open(merge_out *w, const weft_trace_meta *meta, const trc_spool_i
         return -1;
     }
     int level = trc_zstd_level();
-    w->version = !level ? 1 : ix->counted && !trc_frames_wanted() ? 4 : 3;
+    w->version = !level ? 1 : trc_frames_wanted() ? 3 : 4;
     uint8_t *hdr = NULL;
     size_t hlen = trc_header_encode(meta, TRC_MAGIC, w->version, (uint32_t)level, &hdr);
     if (!hlen) {
@@ -283,6 +283,34 @@ static int merge_events(trc_merge *m, ltree *lt, block_out *b, uint64_t *nevents
         block_out_publish(b, mb);
     block_out_stop(b);
     return 0;
+}
+
+/* Version 4's per-thread counts: the writer's own, gathered as it
+ * appended; an index rebuilt from a spool (salvage) or of a run's tails
+ * has none, and its chunks are decoded once for them (checked as the merge
+ * checks them). */
+static int count_threads(trc_merge *m)
+{
+    const trc_spool_index *ix = m->ix;
+    if (ix->counted) {
+        for (uint32_t t = 0; t < ix->nthreads; t++)
+            m->st[t] = ix->threads[t].st;
+        return 0;
+    }
+    trc_rec *batch = malloc(BLOCK_EVENTS * sizeof *batch);
+    if (!batch) {
+        trc_seterr(m->err, m->errlen, "%s: out of memory", m->spool_path);
+        return -1;
+    }
+    int rc = 0;
+    for (uint32_t t = 0; t < ix->nthreads && rc == 0; t++) {
+        int n;
+        while ((n = trc_merge_decode(m, t, batch, BLOCK_EVENTS)) > 0)
+            ;
+        rc = n;
+    }
+    free(batch);
+    return rc;
 }
 
 /* The footer's summary: the writer's when it finished (salvage has none and
@@ -399,9 +427,7 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
     if (out_open(&w, meta, ix, err, errlen) < 0)
         goto out;
     if (w.version == 4) {
-        for (uint32_t t = 0; t < nt; t++)
-            m.st[t] = ix->threads[t].st;
-        if (trc_write_segments(&m, &w.f, &nevents) < 0)
+        if (count_threads(&m) < 0 || trc_write_segments(&m, &w.f, &nevents) < 0)
             goto out;
         frame_out_stop(&w.f);
     } else if (w.version > 1) {

@@ -12,8 +12,9 @@
  *
  * The bytes depend only on each thread's events and on where its appends
  * cut them into chunks, never on how the host threads interleaved their
- * appends in the spool. Nothing is decoded, so the footer's counts come
- * from the writer's index (trc_spool_index.counted). */
+ * appends in the spool. Nothing is decoded to write them; the footer's
+ * counts come from the writer's index (trc_spool_index.counted), or from
+ * one decoding pass when salvage rebuilt the index (trace_merge.c). */
 #include "trace_finish.h"
 
 #include <errno.h>

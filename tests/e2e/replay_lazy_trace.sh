@@ -75,7 +75,7 @@ check "lazy=1: the run wrote its trace ($st, $sf)" test -f "$lazy" -a -f "$full"
 "$WEFT" info --no-vars "$lazy" >"$work/lazy.info" 2>&1 || true
 "$WEFT" info --no-vars "$full" >"$work/full.info" 2>&1 || true
 check "lazy=1: weft info says the events were not kept" grep -q "^events *not kept" "$work/lazy.info"
-check "lazy=1: no events in the trace" grep -q "format 3, 0 events" "$work/lazy.info"
+check "lazy=1: no events in the trace" grep -Eq "format [0-9]+, 0 events" "$work/lazy.info"
 mk() { grep -m1 '^makespan' "$1"; }
 check "lazy=1: the makespan of the full trace ($(mk "$work/lazy.info") vs $(mk "$work/full.info"))" \
   test -n "$(mk "$work/full.info")" -a "$(mk "$work/lazy.info")" = "$(mk "$work/full.info")"
