@@ -1,28 +1,46 @@
 /* `weft export`: the trace as Chrome/Perfetto trace-event JSON, as a VCD
  * for GTKWave, or as CSV. Each is a single streaming pass over the events,
  * written to a temporary file that is renamed into place only when
- * complete. */
+ * complete (or straight to an existing device or FIFO). */
 #include "trace_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- atomic output ---- */
 
 typedef struct atomic_file {
     FILE *f;
-    char *tmp;
+    char *tmp; /* NULL: writing to path itself */
     const char *path;
 } atomic_file;
+
+/* An existing device or FIFO (-o /dev/null, a pipe) is written as it is: a
+ * temporary beside it would be a file in /dev, and renaming it would
+ * replace the device. */
+static int is_special(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
 
 static int atomic_open(atomic_file *a, const char *path, char *err, size_t errlen)
 {
     size_t n = strlen(path) + 32;
     a->path = path;
     a->f = NULL;
+    a->tmp = NULL;
+    if (is_special(path)) {
+        if (!(a->f = fopen(path, "w"))) {
+            trc_seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
     if (!(a->tmp = malloc(n))) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         return -1;
@@ -40,7 +58,8 @@ static void atomic_discard(atomic_file *a)
 {
     if (a->f)
         fclose(a->f);
-    unlink(a->tmp);
+    if (a->tmp)
+        unlink(a->tmp);
     free(a->tmp);
 }
 
@@ -49,16 +68,17 @@ static int atomic_commit(atomic_file *a, char *err, size_t errlen)
     int e = 0;
     if (fflush(a->f) != 0 || ferror(a->f))
         e = errno ? errno : EIO;
-    else if (fsync(fileno(a->f)) < 0)
+    else if (a->tmp && fsync(fileno(a->f)) < 0)
         e = errno;
     if (fclose(a->f) != 0 && !e)
         e = errno;
     a->f = NULL;
-    if (!e && rename(a->tmp, a->path) < 0)
+    if (!e && a->tmp && rename(a->tmp, a->path) < 0)
         e = errno;
     if (e) {
         trc_seterr(err, errlen, "%s: write failed: %s", a->path, strerror(e));
-        unlink(a->tmp);
+        if (a->tmp)
+            unlink(a->tmp);
     }
     free(a->tmp);
     return e ? -1 : 0;

@@ -66,6 +66,16 @@ for t in 1 2; do
   n="$(awk -F, -v t="$t" '$2 == t && $4 == "write" && $8 ~ /^counter(\+0)?$/' "$work/lu.csv" | wc -l)"
   check "csv: T$t writes counter 50 times (saw $n)" test "$n" = 50
 done
+# A device or FIFO is written as it is, with no temporary beside it.
+run_status st "$WEFT" export --format csv -o /dev/null "$work/lu.wtr"
+check "export -o /dev/null: status 0 ($st), no temporary left in /dev" \
+  bash -c "[ $st = 0 ] && ! ls /dev/null.tmp.* >/dev/null 2>&1"
+mkfifo "$work/fifo"
+cat "$work/fifo" >"$work/fifo.csv" &
+"$WEFT" export --format csv -o "$work/fifo" "$work/lu.wtr"
+wait
+check "export to a FIFO: the same CSV as to a file" cmp -s "$work/fifo.csv" "$work/lu.csv"
+check "export to a FIFO: it stays a FIFO" test -p "$work/fifo"
 # info --no-vars: the thread table from the footer's per-kind counts is the
 # one the full pass counts; the variables are said to be left out.
 "$WEFT" info "$work/lu.wtr" >"$work/lu.info"
