@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -285,10 +286,42 @@ static int merge_events(trc_merge *m, ltree *lt, block_out *b, uint64_t *nevents
     return 0;
 }
 
+/* Decoding for counts, shared by the caller and a helper: each takes the
+ * next thread in turn (cursors and counts are per thread), with its own
+ * copy of the merge so that an error message is its own. */
+typedef struct count_job {
+    trc_merge m;
+    _Atomic uint32_t *next;
+    char err[512];
+    int rc;
+} count_job;
+
+static void *count_main(void *arg)
+{
+    count_job *j = arg;
+    trc_rec *batch = malloc(BLOCK_EVENTS * sizeof *batch);
+    if (!batch) {
+        trc_seterr(j->m.err, j->m.errlen, "%s: out of memory", j->m.spool_path);
+        j->rc = -1;
+        return NULL;
+    }
+    for (uint32_t t; j->rc == 0 && (t = atomic_fetch_add(j->next, 1)) < j->m.ix->nthreads;) {
+        int n;
+        while ((n = trc_merge_decode(&j->m, t, batch, BLOCK_EVENTS)) > 0)
+            ;
+        j->rc = n;
+    }
+    free(batch);
+    return NULL;
+}
+
+/* Below this many events a helper thread costs more than it saves. */
+#define COUNT_HELPER_EVENTS (1u << 20)
+
 /* Version 4's per-thread counts: the writer's own, gathered as it
  * appended; an index rebuilt from a spool (salvage) or of a run's tails
  * has none, and its chunks are decoded once for them (checked as the merge
- * checks them). */
+ * checks them), threads side by side on two cores. */
 static int count_threads(trc_merge *m)
 {
     const trc_spool_index *ix = m->ix;
@@ -297,20 +330,32 @@ static int count_threads(trc_merge *m)
             m->st[t] = ix->threads[t].st;
         return 0;
     }
-    trc_rec *batch = malloc(BLOCK_EVENTS * sizeof *batch);
-    if (!batch) {
-        trc_seterr(m->err, m->errlen, "%s: out of memory", m->spool_path);
-        return -1;
+    uint64_t events = 0;
+    for (uint32_t t = 0; t < ix->nthreads; t++)
+        events += ix->threads[t].events;
+    _Atomic uint32_t next = 0;
+    count_job a = {.m = *m, .next = &next}, b = {.m = *m, .next = &next};
+    b.m.err = b.err;
+    b.m.errlen = sizeof b.err;
+    pthread_t helper;
+    bool helped = false;
+    if (ix->nthreads > 1 && events >= COUNT_HELPER_EVENTS) {
+        /* Signals stay with the caller's threads (qemu's, in the plugin). */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        helped = pthread_create(&helper, NULL, count_main, &b) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
-    int rc = 0;
-    for (uint32_t t = 0; t < ix->nthreads && rc == 0; t++) {
-        int n;
-        while ((n = trc_merge_decode(m, t, batch, BLOCK_EVENTS)) > 0)
-            ;
-        rc = n;
+    count_main(&a);
+    if (helped) {
+        pthread_join(helper, NULL);
+        if (a.rc == 0 && b.rc != 0) {
+            trc_seterr(m->err, m->errlen, "%s", b.err);
+            return -1;
+        }
     }
-    free(batch);
-    return rc;
+    return a.rc;
 }
 
 /* The footer's summary: the writer's when it finished (salvage has none and
