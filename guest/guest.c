@@ -140,10 +140,19 @@ const char *guest_plugin_path(void)
 }
 
 static volatile sig_atomic_t interrupted;
+/* A stop that came while another handler was in place (the caller's, between
+ * two runs): never cleared, since weft starts no run after one. */
+static volatile sig_atomic_t interrupt_noted;
 
 static void on_signal(int sig)
 {
     interrupted = sig;
+}
+
+void guest_note_interrupt(int sig)
+{
+    if (!interrupt_noted)
+        interrupt_noted = sig;
 }
 
 static double now_s(void)
@@ -320,9 +329,11 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
     struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
+    interrupted = 0; /* before the handler: a signal from here on counts */
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    interrupted = 0;
+    if (interrupt_noted && !interrupted)
+        interrupted = interrupt_noted;
     double t0 = now_s();
     pid_t pid;
     if (guest_spawn_qemu(run, NULL, 0, &pid)) {

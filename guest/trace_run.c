@@ -96,6 +96,7 @@ static volatile sig_atomic_t finish_signal;
 static void on_finish_signal(int sig)
 {
     finish_signal = sig;
+    guest_note_interrupt(sig);
 }
 
 /* run_and_finish (run != NULL) or settle, with SIGINT/SIGTERM held. */

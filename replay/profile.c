@@ -34,6 +34,7 @@ static volatile sig_atomic_t profile_signal;
 static void on_profile_signal(int sig)
 {
     profile_signal = sig;
+    guest_note_interrupt(sig);
 }
 
 /* Was profiling interrupted? Says so once. */

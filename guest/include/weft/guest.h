@@ -83,6 +83,11 @@ int guest_check_binary(const char *binary, const char *sysroot);
 /* Run qemu-aarch64 on the guest in its own process group, killing the group
  * with SIGKILL at the time limit or when weft gets SIGINT/SIGTERM. */
 int guest_run_qemu(const guest_run *run, guest_result *res);
+/* For a caller's SIGINT/SIGTERM handler (async-signal-safe): weft is
+ * stopping, so a run that starts after this, or is under way, ends at once
+ * as interrupted. A signal between the caller's check and the run's own
+ * handler would otherwise let the run go on to its time limit. */
+void guest_note_interrupt(int sig);
 /* An fd the qemu process gets at number `to` (weft's `from`). */
 typedef struct guest_fd {
     int from, to;
