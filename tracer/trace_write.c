@@ -216,12 +216,14 @@ static int writer_fail(weft_trace_writer *w, const char *fmt, ...)
 }
 
 /* Check one append's events on their own (no lock needed), and count
- * them into st: a version 4 trace's footer then needs no decoding. */
+ * them into st (NULL: not wanted): a version 4 trace's footer then needs
+ * no decoding. */
 static int check_events(weft_trace_writer *w, uint32_t thread, const weft_event *ev, size_t n,
                         trc_thread_stats *st)
 {
     for (size_t i = 0; i < n; i++) {
-        trc_stats_note(st, ev[i].kind, ev[i].addr);
+        if (st)
+            trc_stats_note(st, ev[i].kind, ev[i].addr);
         if (ev[i].kind >= WEFT_EV_KIND_COUNT || ev[i].size > 64) {
             pthread_mutex_lock(&w->lock);
             writer_fail(w, "%s: thread %u: invalid event (kind %u, size %u)", w->path, thread,
@@ -370,8 +372,10 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
         pthread_mutex_unlock(&w->lock);
         return -1;
     }
+    /* A tail-keeping writer's index is not counted (its trace, if any, is
+     * made of the tails): no counting on a campaign run's every event. */
     trc_thread_stats st = {0};
-    if (check_events(w, thread, events, n, &st) < 0)
+    if (check_events(w, thread, events, n, w->tail ? NULL : &st) < 0)
         return -1;
     if (w->tail)
         return tail_append(w, thread, events, n);

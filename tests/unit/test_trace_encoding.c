@@ -4,7 +4,9 @@
 
 #include <zlib.h>
 
-#include "trace_internal.h" /* trc_crc32 */
+#include "trace_internal.h" /* trc_crc32, SEG_*, FRAME_* */
+
+#include <sys/resource.h>
 
 /* ---- the merge's bytes against a plain encoding of the format ----
  * docs/trace-format.md's blocks written the obvious way (sort, cut every
@@ -267,7 +269,139 @@ static void test_crc32_matches_zlib(void **state)
     free(b);
 }
 
+/* ---- large stream with bounded memory ---- */
+
+static void print_size_and_memory(const char *path, uint64_t n);
+
+/* Version 4 (frames_wanted false) or 3. */
+static void large_stream(bool frames_wanted)
+{
+    const uint32_t nthreads = 4;
+    const size_t per = 1000000, batch = 4096;
+    const char *path = tt_path("large.wtr");
+    char err[512];
+    weft_trace_meta m = tt_meta();
+    weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
+    assert_non_null(w);
+    weft_event *buf = calloc(batch, sizeof *buf);
+    uint64_t time[4] = {0, 1, 2, 3};
+    for (size_t done = 0; done < per; done += batch) {
+        size_t n = per - done < batch ? per - done : batch;
+        for (uint32_t t = 0; t < nthreads; t++) {
+            for (size_t i = 0; i < n; i++) {
+                time[t] += 1 + (i & 1);
+                buf[i] = tt_ev(time[t], (uint8_t)(i % 3), 0x420000 + (i % 32) * 8,
+                               0x400000 + (i % 16) * 4, 8);
+            }
+            assert_int_equal(weft_trace_writer_append(w, t, buf, n), 0);
+        }
+    }
+    free(buf);
+    if (frames_wanted)
+        setenv("WEFT_TRACE_FRAMES", "1", 1);
+    assert_int_equal(weft_trace_writer_finish(w, NULL, err, sizeof err), 0);
+    unsetenv("WEFT_TRACE_FRAMES");
+
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(weft_trace_event_count(t), nthreads * per);
+    assert_int_equal(weft_trace_get_meta(t)->version, frames_wanted ? 3 : 4);
+    weft_event ev;
+    uint64_t n = 0, last = 0;
+    while (weft_trace_next(t, &ev) == 1) {
+        assert_true(ev.time >= last);
+        last = ev.time;
+        n++;
+    }
+    assert_int_equal(n, nthreads * per);
+    assert_int_equal(weft_trace_get_summary(t)->threads[3].events, per);
+    weft_trace_close(t);
+
+    size_t flen;
+    uint8_t *file = tt_slurp(path, &flen);
+    uint64_t foot = tt_get(file + flen - 16, 8), off = tt_get(file + 12, 4);
+    if (!frames_wanted) {
+        /* Segments: canonical order, each thread's whole, within the size
+         * the writer aims at (its chunks hold the 4096 events of an append). */
+        uint64_t segs = 0, prev = 0, events[4] = {0};
+        while (off < foot) {
+            const uint8_t *h = file + off;
+            uint32_t th = (uint32_t)tt_get(h + 4, 4), raw = (uint32_t)tt_get(h + 16, 4);
+            uint64_t first = tt_get(h + 24, 8);
+            assert_int_equal(tt_get(h, 4), SEG_MAGIC);
+            assert_true(th < nthreads);
+            assert_true(raw <= SEG_RAW_TARGET);
+            assert_true(first >= prev);
+            prev = first;
+            events[th] += tt_get(h + 12, 4);
+            off += SEG_HDR_SIZE + tt_get(h + 20, 4);
+            segs++;
+        }
+        free(file);
+        assert_int_equal(off, foot);
+        for (uint32_t th = 0; th < nthreads; th++)
+            assert_int_equal(events[th], per);
+        assert_true(segs >= nthreads * 2);
+        print_size_and_memory(path, n);
+        return;
+    }
+
+    /* Every frame but the last holds exactly FRAME_EVENTS records: with the
+     * reader's check that no record comes before one of an earlier frame,
+     * each frame is exactly the next FRAME_EVENTS in canonical order, ties
+     * in time across threads (the streams above start one apart and step
+     * by 1 or 2) split at frame ends as (time, thread) order has it. */
+    uint64_t frames = 0, last_count = 0;
+    while (off < foot) {
+        uint32_t count = 0, comp = 0;
+        for (int i = 0; i < 4; i++) {
+            count |= (uint32_t)file[off + 4 + i] << (8 * i);
+            comp |= (uint32_t)file[off + 12 + i] << (8 * i);
+        }
+        if (frames)
+            assert_int_equal(last_count, FRAME_EVENTS);
+        last_count = count;
+        frames++;
+        off += FRAME_HDR_SIZE + comp;
+    }
+    free(file);
+    assert_int_equal(off, foot);
+    assert_int_equal(frames, (nthreads * per + FRAME_EVENTS - 1) / FRAME_EVENTS);
+    print_size_and_memory(path, n);
+}
+
+static void test_large_stream(void **state)
+{
+    (void)state;
+    large_stream(false);
+}
+
+static void test_large_stream_frames(void **state)
+{
+    (void)state;
+    large_stream(true);
+}
+
+static void print_size_and_memory(const char *path, uint64_t n)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    printf("# %llu events in %lld bytes (%.2f bytes/event)\n", (unsigned long long)n,
+           (long long)st.st_size, (double)st.st_size / (double)n);
+    assert_true((double)st.st_size / (double)n < 12.0);
+#if !defined(__SANITIZE_ADDRESS__)
+    /* 4e6 decoded events are 160 MB; streaming must stay far below that
+     * (the writer holds a few frames of 2^18 records: 8 MB each). */
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("# peak RSS %ld kB\n", ru.ru_maxrss);
+    assert_true(ru.ru_maxrss < 96 * 1024);
+#endif
+}
+
 const struct CMUnitTest encoding_tests[] = {
+    cmocka_unit_test(test_large_stream),
+    cmocka_unit_test(test_large_stream_frames),
     cmocka_unit_test(test_reference_encoding),
     cmocka_unit_test(test_crc32_matches_zlib),
 };
