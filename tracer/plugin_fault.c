@@ -57,27 +57,41 @@ static int host_fault_is_write(const void *uc)
 #endif
 }
 
+/* Could the instruction make an access of this direction? */
+static int insn_may(const insn_info *i, int write)
+{
+    return (i->flags & INSN_RMW) || ((i->flags & INSN_STORE) != 0) == (write != 0);
+}
+
 /* The faulting instruction: the block's first memory instruction after the
- * last one whose callback ran. When loads without a callback (reads
- * unobserved) lie between, the host's write bit decides: a write is the
- * first store after them (stores are always observed: exact); a read is
- * the first of them, exact unless the next one could read too. */
+ * last one whose callback ran, or, when instructions without a callback
+ * (unobserved loads, stack accesses) lie between, the first of those up to
+ * the next observed one that could make an access of the host fault's
+ * direction. More than one such candidate: `near`. Direction unknown: the
+ * first, near if it had no callback. */
 static const insn_info *faulting_insn(const vcpu_state *v, int write, int *near)
 {
     const insn_info *c = v->last_ii ? v->last_ii->next : v->cur_tb ? v->cur_tb->first_mem : NULL;
     *near = 0;
-    if (!c || !(c->flags & INSN_UNOBSERVED) || write < 0)
+    if (!c || !(c->flags & INSN_UNOBSERVED))
         return c;
-    if (!write) {
-        const insn_info *n = c->next;
-        *near = n &&
-                ((n->flags & INSN_UNOBSERVED) || !(n->flags & INSN_STORE) || (n->flags & INSN_RMW));
+    if (write < 0) {
+        *near = 1;
         return c;
     }
-    const insn_info *s = c;
-    while (s && (s->flags & INSN_UNOBSERVED))
-        s = s->next;
-    return s ? s : c; /* no store follows: the error code disagrees, keep the first */
+    const insn_info *found = NULL;
+    for (const insn_info *i = c; i; i = i->next) {
+        if (insn_may(i, write)) {
+            if (found) {
+                *near = 1;
+                break;
+            }
+            found = i;
+        }
+        if (!(i->flags & INSN_UNOBSERVED))
+            break; /* its callback did not run: the fault is here at the latest */
+    }
+    return found ? found : c; /* the error code disagrees with every candidate: keep the first */
 }
 
 /* Async-signal-safe: plain stores into the thread's own buffer. */
@@ -94,9 +108,8 @@ static void note_fault(vcpu_state *v, uintptr_t host_addr, const void *uc)
         .pc = c->pc,
         .thread = (uint32_t)v->pe,
         .kind = WEFT_EV_FAULT,
-        .flags = (c->flags & INSN_STORE) ? WEFT_EVF_FAULT_WRITE
-                 : near                  ? WEFT_EVF_FAULT_NEAR
-                                         : 0,
+        .flags = (uint16_t)(((c->flags & INSN_STORE) ? WEFT_EVF_FAULT_WRITE : 0) |
+                            (near ? WEFT_EVF_FAULT_NEAR : 0)),
     };
     b->fault_events = b->base + v->nbuf;
     __atomic_store_n(&b->fault_seq, atomic_fetch_add(&fault_seq, 1) + 1, __ATOMIC_RELEASE);

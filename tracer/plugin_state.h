@@ -44,7 +44,7 @@ typedef struct insn_info {
 #define INSN_GATED 0x8u       /* has a gate */
 #define INSN_STORE 0x10u      /* writes memory */
 #define INSN_CALL 0x20u       /* the program calls a synchronization function: a visible point */
-#define INSN_UNOBSERVED 0x40u /* a plain load with no callback: nothing looks at reads */
+#define INSN_UNOBSERVED 0x40u /* no callback: a plain load nobody reads, or a stack access */
 
 /* A translation block: its length, and its memory instructions in order. */
 typedef struct tb_info {
@@ -246,6 +246,10 @@ typedef struct plugin {
     vcpu_state *vcpus[PLUGIN_MAX_VCPUS];
     thread_record *threads; /* [max_pes] */
     atomic_int main_bound;
+    /* The main thread's stack window is learnt (from its first SP-relative
+     * access): later blocks need no callback on plain SP-relative accesses
+     * when the filter drops stack events anyway. */
+    atomic_int main_stack_known;
     atomic_int exit_group_seen;
     atomic_int exit_code;
     /* Virtual time of exit_group: what other threads run after it (until

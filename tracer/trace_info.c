@@ -219,7 +219,7 @@ static void print_end(const weft_trace_summary *s, const weft_event *last, weft_
         fprintf(out, "faulting %s of 0x%" PRIx64 "%s",
                 last->flags & WEFT_EVF_FAULT_WRITE ? "write" : "read", last->addr,
                 last->flags & WEFT_EVF_FAULT_NEAR
-                    ? " (or a later load of its block: reads were not observed)"
+                    ? " (or a later access of its block: not every access was observed)"
                     : "");
     else if (last->kind == WEFT_EV_SYSCALL)
         fprintf(out, "syscall %" PRIu64, last->addr);

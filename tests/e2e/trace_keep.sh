@@ -49,6 +49,24 @@ for what in sync+writes sync; do
     <("$WEFT" info "$work/segv-$what.wtr")
 done
 
+# A fault at a stack access: accesses addressed from SP get no callback
+# when stack events are filtered out (the default), so the fault is named
+# with its block's first candidate store and flagged near; with --filter
+# all every one of them is recorded.
+for what in all sync+writes; do
+  run_status st "$WEFT" trace --record "$what" --timeout 60 -o "$work/ovf-$what.wtr" -- \
+    "$WEFT_FIXTURES/fail_segv" overflow >"$work/out" 2>"$work/err"
+  check "stack overflow/record $what: killed by SIGSEGV (status $st)" test "$st" = 139
+  check "stack overflow/record $what: info names a write in the recursing function" \
+    grep -Eq "^ended +by signal 11 .*T1 faulting write of 0x[0-9a-f]+ \(or a later access of its block.*\(deep, " \
+    <("$WEFT" info "$work/ovf-$what.wtr")
+done
+run_status st "$WEFT" trace --filter all --timeout 60 -o "$work/ovf-all.wtr" -- \
+  "$WEFT_FIXTURES/fail_segv" overflow >"$work/out" 2>"$work/err"
+"$WEFT" export --format csv -o "$work/ovf-all.csv" "$work/ovf-all.wtr"
+n="$(awk -F, '$2 == 1 && $4 == "write" && $9 == "deep"' "$work/ovf-all.csv" | wc -l)"
+check "stack overflow/--filter all: every frame's stack stores recorded ($n)" test "$n" -gt 10000
+
 # A guest that spins forever stops at a small size limit, well before its
 # time limit, with one line saying why and a readable, flagged trace.
 run_status st "$WEFT" trace --timeout 100 --max-trace-size 8M -o "$work/spin.wtr" -- \

@@ -46,9 +46,10 @@ typedef enum weft_event_kind {
 #define WEFT_EVF_ATOMIC 0x2u      /* LSE atomic or CAS */
 #define WEFT_EVF_STACK 0x4u       /* access to the thread's own stack (only kept with filter=all) */
 #define WEFT_EVF_FAULT_WRITE 0x8u /* FAULT: the faulting access was a store */
-/* FAULT, plain loads unobserved (--record without reads, no replay): pc is
- * the block's first load after the last observed access; a later one may be
- * the access that faulted. */
+/* FAULT: accesses without a callback (plain loads under --record without
+ * reads, stack accesses) lay between the last observed access and the
+ * fault: pc is the first that could make it, a later one of its block may
+ * be the access that faulted. */
 #define WEFT_EVF_FAULT_NEAR 0x10u
 
 typedef struct weft_event {
