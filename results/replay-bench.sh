@@ -4,6 +4,11 @@
 #     included) with the fork server and with --no-fork-server, at --jobs 1
 #     and --jobs 2: schedules per second, and the wall time per schedule
 #     against one plain `qemu-aarch64` run of the program;
+#     With FILED_BUILD=DIR (a build of the commit issue 18 was filed at,
+#     e5a6cf5: `git worktree add /tmp/filed e5a6cf5` and
+#     `WEFT_BUILD_DIR=DIR /tmp/filed/scripts/build`), the same campaigns
+#     with that weft too, on the same fixture binaries: the issue's
+#     "today's" schedules per second, measured beside today's;
 #  2. one run: plain qemu-aarch64, `weft trace --mode free` and one
 #     `weft replay --seed S` run given n, k and the shared pcs (what a run
 #     costs without a server).
@@ -20,6 +25,8 @@ build="${WEFT_BUILD_DIR:-$here/build}"
 [ -n "${WEFT_NO_BUILD:-}" ] || "$here/scripts/build" >/dev/null
 weft="$build/cli/weft"
 qemu="$(command -v qemu-aarch64)"
+filed="${FILED_BUILD:-}"
+[ -z "$filed" ] || [ -x "$filed/cli/weft" ] || { echo "replay-bench: no $filed/cli/weft" >&2; exit 2; }
 runs="${1:-200}"
 reps="${2:-3}"
 shift 2 || shift $#
@@ -48,6 +55,7 @@ median() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) 
 ratio() { echo "$1 / $2" | bc -l; }
 
 campaign_rows=()
+filed_rows=()
 run_rows=()
 start=$(date +%s)
 for spec in "${fixtures[@]}"; do
@@ -63,13 +71,18 @@ for spec in "${fixtures[@]}"; do
   k="$(jq .k "$tmp/$key-prof/summary.json")"
   for i in $(seq 1 "$reps"); do
     for j in 1 2; do
-      for mode in server plain flush; do
+      for mode in server plain flush filed; do
         extra=()
+        w="$weft"
         [ "$mode" = plain ] && extra=(--no-fork-server)
         [ "$mode" = flush ] && [ "$j" = 1 ] && continue
+        if [ "$mode" = filed ]; then
+          [ -n "$filed" ] || continue
+          w="$filed/cli/weft"
+        fi
         rm -rf "$tmp/c"
         WEFT_QEMU_FLUSH_AT_CLONE="$([ "$mode" = flush ] && echo 1 || echo 0)" \
-          time_one "$tmp/$key.$mode$j" "$weft" replay --sched pct --depth 2 --runs "$runs" --jobs "$j" \
+          time_one "$tmp/$key.$mode$j" "$w" replay --sched pct --depth 2 --runs "$runs" --jobs "$j" \
           --quiet "${extra[@]}" --output "$tmp/c" -- "${argv[@]}"
       done
     done
@@ -89,6 +102,12 @@ for spec in "${fixtures[@]}"; do
     "$(ratio "$s1 / $runs" "$q")" "$(ratio "$runs" "$p2")" "$(ratio "$runs" "$s2")" \
     "$(ratio "$p2" "$s2")" "$(ratio "$s2 / $runs" "$q")" "$(ratio "$s1" "$s2")" \
     "$(ratio "$runs" "$x2")" "$(ratio "$x2" "$s2")")")
+  if [ -n "$filed" ]; then
+    f1="$(median "$tmp/$key.filed1")" f2="$(median "$tmp/$key.filed2")"
+    filed_rows+=("$(printf '| %s | %.1f | %.1f | %.2f× | %.2f | %.1f | %.1f | %.2f× | %.2f |' "$spec" \
+      "$(ratio "$runs" "$f1")" "$(ratio "$runs" "$s1")" "$(ratio "$f1" "$s1")" "$(ratio "$f1 / $runs" "$q")" \
+      "$(ratio "$runs" "$f2")" "$(ratio "$runs" "$s2")" "$(ratio "$f2" "$s2")" "$(ratio "$f2 / $runs" "$q")")")
+  fi
   f="$(median "$tmp/$key.free")" o="$(median "$tmp/$key.one")"
   run_rows+=("$(printf '| %s | %s | %s | %.3f | %.3f | %.3f | %.2f× | %.2f× |' "$spec" "$n" "$k" \
     "$q" "$f" "$o" "$(ratio "$f" "$q")" "$(ratio "$o" "$q")")")
@@ -119,6 +138,21 @@ elapsed=$(($(date +%s) - start))
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${campaign_rows[@]}"
   echo
+  if [ -n "$filed" ]; then
+    echo "## Against the issue's starting point"
+    echo
+    echo "The same campaigns with weft as it was when issue 18 was filed (commit"
+    echo "$(git -C "$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$filed/CMakeCache.txt")" \
+      rev-parse --short HEAD 2>/dev/null || echo "of $filed"), built in \`$filed\`;"
+    echo "a qemu per run, no fork server), on the same fixture binaries, interleaved with"
+    echo "the columns above: *filed* is its sched/s, *× filed* today's server over it, and"
+    echo "*filed wall/qemu* its wall time per schedule over one plain qemu run."
+    echo
+    echo "| fixture | j1 filed sched/s | j1 server sched/s | j1 × filed | j1 filed wall/qemu | j2 filed sched/s | j2 server sched/s | j2 × filed | j2 filed wall/qemu |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${filed_rows[@]}"
+    echo
+  fi
   echo "## One run"
   echo
   echo "Median wall seconds of one plain qemu run, one \`weft trace --mode free\` and one"
