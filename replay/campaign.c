@@ -42,9 +42,12 @@ static void wake_parent(void)
     errno = e;
 }
 
+/* In a worker too: a stop between its check and its qemu run's own handler
+ * must still end that run at once (guest_note_interrupt). */
 static void on_stop(int sig)
 {
     stop_signal = sig;
+    guest_note_interrupt(sig);
     wake_parent();
 }
 
