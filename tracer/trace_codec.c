@@ -183,8 +183,12 @@ size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n)
         uint8_t k = e->kind & 0x0f;
         uint64_t dt = e->time - time;
         trc_chunk_next *x = &pr.next[chunk_slot(pc)];
-        if (x->valid && x->key == pc && x->pc == e->pc && x->dt == dt && x->kind == k &&
-            x->size == e->size && x->flags == e->flags) {
+        /* One branch for the whole prediction: which field missed does not
+         * matter, and a chain of compares mispredicts at each. */
+        uint64_t miss = (x->key ^ pc) | (x->pc ^ e->pc) | (x->dt ^ dt) |
+                        (uint64_t)((x->kind ^ k) | (x->size ^ e->size) | (x->flags ^ e->flags) |
+                                   (x->valid ^ 1u));
+        if (!miss) {
             k |= CREC_P;
         } else {
             p = trc_put_varint(p, dt);
