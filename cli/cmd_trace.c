@@ -285,6 +285,10 @@ static int run_trace(int argc, char **argv)
                                         "exact, without --quantum or --no-speculate)");
         return WEFT_EXIT_USAGE;
     }
+    if (weft_output_in_place(o.out)) {
+        cli_error("%s: " WEFT_TRACE_NOT_A_FILE, o.out);
+        return WEFT_EXIT_FAIL;
+    }
     if (guest_check_binary(run.binary, run.sysroot) || weft_check_output(o.out) ||
         (o.gates && weft_check_output(o.gates)))
         return WEFT_EXIT_FAIL;

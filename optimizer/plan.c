@@ -3,14 +3,14 @@
 #include "model_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <jansson.h>
+
+#include "weft/trace.h"
 
 uint64_t optimizer_delay_insns(uint64_t delay_ns, uint32_t cpi, uint64_t ps_per_cycle)
 {
@@ -237,60 +237,6 @@ static json_t *plan_json(const optimizer_plan *p)
     return root;
 }
 
-static int write_all(int fd, const char *s, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        s += w, n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* A crash between fsync and rename leaves either the old plan or the new
- * one, never a torn file. */
-static int write_atomically(const char *path, const char *text, char *err, size_t errlen)
-{
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp)
-        return optimizer_fail(err, errlen, "%s: out of memory", path);
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return optimizer_fail(err, errlen, "%s: cannot create: %s", path, strerror(e));
-    }
-    int e = 0;
-    if (write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0)
-        e = errno ? errno : EIO;
-    if (close(fd) < 0 && !e)
-        e = errno;
-    if (!e && rename(tmp, path) < 0)
-        e = errno;
-    if (e) {
-        unlink(tmp);
-        free(tmp);
-        return optimizer_fail(err, errlen, "%s: cannot write: %s", path, strerror(e));
-    }
-    /* Make the rename itself durable; failure here loses nothing written. */
-    char *dir = strdup(tmp);
-    if (dir) {
-        int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
-        free(dir);
-    }
-    free(tmp);
-    return 0;
-}
-
 int optimizer_plan_write(const optimizer_plan *p, const char *path, char *err, size_t errlen)
 {
     json_t *root = plan_json(p);
@@ -309,7 +255,8 @@ int optimizer_plan_write(const optimizer_plan *p, const char *path, char *err, s
     }
     withnl[n] = '\n';
     withnl[n + 1] = 0;
-    int rc = write_atomically(path, withnl, err, errlen);
+    /* A crash leaves the old plan or the new one, never a torn file. */
+    int rc = weft_write_atomic(path, withnl, n + 1, err, errlen);
     free(withnl);
     return rc;
 }

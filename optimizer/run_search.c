@@ -171,13 +171,11 @@ static int write_stats(optimize_ctx *c, const search_config *cfg, const search_r
         json_object_set_new(j, "quartiles", json_pack("[f,f,f]", st->q[0], st->q[1], st->q[2]));
     else
         json_object_set_new(j, "quartiles", json_null());
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", o->stats, (int)getpid());
-    int rc = json_dump_file(j, tmp, JSON_INDENT(1)) == 0 && rename(tmp, o->stats) == 0 ? 0 : -1;
-    if (rc) {
-        weft_error("%s: cannot write: %s", o->stats, strerror(errno));
-        unlink(tmp);
-    }
+    char *text = json_dumps(j, JSON_INDENT(1));
+    int rc = text ? weft_write_atomic(o->stats, text, strlen(text), err, sizeof err) : -1;
+    if (rc)
+        weft_error("%s", text ? err : "out of memory");
+    free(text);
     json_decref(j);
     return rc;
 }

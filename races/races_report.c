@@ -1,8 +1,6 @@
 /* Printing the races: text for people, JSON for tools (docs/races.md). */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -161,44 +159,6 @@ static json_t *report_json(weft_races *d, const weft_races_source *src, weft_sym
                      races, "pcs", pcs);
 }
 
-/* Temporary file beside path, synced, renamed over it: a reader sees the
- * old report or the new one. */
-static int write_file_atomically(const char *path, const char *text, char *err, size_t errlen)
-{
-    size_t len = strlen(path) + 16;
-    char *tmp = malloc(len), *dir = NULL;
-    if (!tmp)
-        return races_fail(err, errlen, "%s: out of memory", path);
-    snprintf(tmp, len, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        races_fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    FILE *f = fdopen(fd, "w");
-    int e = f ? 0 : errno;
-    if (f && (fputs(text, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0))
-        e = errno ? errno : EIO;
-    if (f ? fclose(f) != 0 && !e : close(fd) != 0)
-        e = e ? e : errno;
-    if (!e && rename(tmp, path) != 0)
-        e = errno;
-    if (e) {
-        unlink(tmp);
-        free(tmp);
-        return races_fail(err, errlen, "%s: write failed: %s", path, strerror(e));
-    }
-    if ((dir = strdup(tmp)) != NULL) { /* the rename itself, durable */
-        int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0)
-            fsync(dfd), close(dfd);
-    }
-    free(dir);
-    free(tmp);
-    return 0;
-}
-
 static char *json_text(weft_races *d, const weft_races_source *src, weft_symbols *syms)
 {
     json_t *root = report_json(d, src, syms);
@@ -240,7 +200,7 @@ int weft_races_write(weft_races *d, const weft_races_source *src, weft_symbols *
         return races_fail(err, errlen, "%s: out of memory", path ? path : "stdout");
     int rc = 0;
     if (path)
-        rc = write_file_atomically(path, t, err, errlen);
+        rc = weft_write_atomic(path, t, strlen(t), err, errlen);
     else if (fputs(t, stdout) < 0 || fflush(stdout) != 0)
         rc = races_fail(err, errlen, "stdout: write failed: %s", strerror(errno));
     free(t);

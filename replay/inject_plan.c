@@ -519,14 +519,12 @@ static int start_delays(inject_ctx *c)
 static int write_report(const inject_ctx *c)
 {
     const char *path = c->o->report;
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    if (json_dump_file(c->json, tmp, JSON_INDENT(1)) != 0 || rename(tmp, path) != 0) {
-        weft_error("%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    char *text = json_dumps(c->json, JSON_INDENT(1)), err[512];
+    int rc = text ? weft_write_atomic(path, text, strlen(text), err, sizeof err) : -1;
+    if (rc)
+        weft_error("%s", text ? err : "out of memory");
+    free(text);
+    return rc;
 }
 
 int replay_inject(const replay_inject_opts *o)

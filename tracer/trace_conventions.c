@@ -83,25 +83,82 @@ int weft_write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
+/* The folder a path's file is in: "." for a bare name, "/" for "/x.wtr". */
+static void folder_of(const char *path, char *dir, size_t len)
+{
+    snprintf(dir, len, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, len, ".");
+    else
+        slash[slash == dir] = 0;
+}
+
+int weft_output_in_place(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+int weft_output_open_in_place(const char *path)
+{
+    struct stat st, fs;
+    if (stat(path, &st) == 0)
+        for (int fd = 1; fd <= 2; fd++)
+            if (fstat(fd, &fs) == 0 && fs.st_dev == st.st_dev && fs.st_ino == st.st_ino) {
+                fflush(fd == 1 ? stdout : stderr);
+                return dup(fd);
+            }
+    return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666); /* a link's target too */
+}
+
+/* Through a link, into a device or a FIFO, as it is: no temporary, no
+ * fsync (a device need not support it). */
+static int write_in_place(const char *path, const char *buf, size_t len, char *err, size_t errlen)
+{
+    int fd = weft_output_open_in_place(path);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    int e = weft_write_all(fd, buf, len) != 0 ? errno : 0;
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (e) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
 int weft_write_atomic(const char *path, const char *buf, size_t len, char *err, size_t errlen)
 {
+    if (weft_output_in_place(path))
+        return write_in_place(path, buf, len, err, errlen);
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
         return -1;
     }
-    if (weft_write_all(fd, buf, len)) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        close(fd);
+    int e = weft_write_all(fd, buf, len) != 0 || fsync(fd) != 0 ? errno : 0;
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, path) != 0)
+        e = errno;
+    if (e) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(e));
         unlink(tmp);
         return -1;
     }
-    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
+    /* The rename itself, durable; failing here loses nothing written. */
+    char dir[PATH_MAX];
+    folder_of(path, dir, sizeof dir);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
     }
     return 0;
 }
@@ -113,13 +170,15 @@ int weft_check_output(const char *path)
         weft_error("%s: is a directory", path);
         return -1;
     }
+    if (weft_output_in_place(path)) {
+        if (access(path, W_OK) != 0 && errno != ENOENT) { /* ENOENT: a link to a new file */
+            weft_error("%s: cannot write: %s", path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else
-        slash[slash == dir] = 0; /* "/x.wtr" -> "/" */
+    folder_of(path, dir, sizeof dir);
     if (access(dir, W_OK | X_OK) != 0) {
         weft_error("%s: cannot write there: %s", path, strerror(errno));
         return -1;

@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- atomic output ---- */
@@ -19,24 +18,18 @@ typedef struct atomic_file {
     const char *path;
 } atomic_file;
 
-/* An existing device or FIFO (-o /dev/null, a pipe) is written as it is: a
- * temporary beside it would be a file in /dev, and renaming it would
- * replace the device. */
-static int is_special(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-}
-
 static int atomic_open(atomic_file *a, const char *path, char *err, size_t errlen)
 {
     size_t n = strlen(path) + 32;
     a->path = path;
     a->f = NULL;
     a->tmp = NULL;
-    if (is_special(path)) {
-        if (!(a->f = fopen(path, "w"))) {
+    if (weft_output_in_place(path)) { /* -o /dev/stdout, /dev/null, a FIFO */
+        int fd = weft_output_open_in_place(path);
+        if (fd < 0 || !(a->f = fdopen(fd, "w"))) {
             trc_seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+            if (fd >= 0)
+                close(fd);
             return -1;
         }
         return 0;

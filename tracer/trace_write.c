@@ -76,6 +76,10 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
         trc_seterr(err, errlen, "weft_trace_writer_open: no path or meta");
         return NULL;
     }
+    if (weft_output_in_place(path)) {
+        trc_seterr(err, errlen, "%s: " WEFT_TRACE_NOT_A_FILE, path);
+        return NULL;
+    }
     weft_trace_writer *w = calloc(1, sizeof *w);
     if (!w) {
         trc_seterr(err, errlen, "%s: out of memory", path);

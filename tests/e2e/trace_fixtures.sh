@@ -76,6 +76,31 @@ cat "$work/fifo" >"$work/fifo.csv" &
 wait
 check "export to a FIFO: the same CSV as to a file" cmp -s "$work/fifo.csv" "$work/lu.csv"
 check "export to a FIFO: it stays a FIFO" test -p "$work/fifo"
+# Every output is written through a link (such as /dev/stdout), never
+# replaced by a file renamed over it; a trace refuses one.
+ln -s /proc/self/fd/1 "$work/stdout-link"
+"$WEFT" export --format csv -o "$work/stdout-link" "$work/lu.wtr" >"$work/via-link.csv"
+check "export -o a link to stdout: the CSV on stdout, the link kept" \
+  bash -c "cmp -s '$work/via-link.csv' '$work/lu.csv' && test -L '$work/stdout-link'"
+"$WEFT" optimize -q -o "$work/stdout-link" "$work/lu.wtr" >"$work/plan-out.txt" 2>/dev/null
+check "optimize -o a link to stdout: the plan on stdout, the link kept" \
+  bash -c "grep -q '\"weft-plan\"' '$work/plan-out.txt' && test -L '$work/stdout-link'"
+ln -s "$work/target.json" "$work/plan-link.json"
+"$WEFT" optimize -q -o "$work/plan-link.json" "$work/lu.wtr" >/dev/null 2>&1
+check "optimize -o a link to a new file: the plan in its target, the link kept" \
+  bash -c "grep -q '\"weft-plan\"' '$work/target.json' && test -L '$work/plan-link.json'"
+cat "$work/fifo" >"$work/races-fifo.txt" &
+run_status st "$WEFT" races -o "$work/fifo" "$work/lu.wtr"
+wait
+check "races -o a FIFO: the report through it (status $st), still a FIFO" \
+  bash -c "grep -q '^race 1 on counter' '$work/races-fifo.txt' && test -p '$work/fifo'"
+ln -s "$work/lu.csv" "$work/trace-link.wtr"
+run_status st "$WEFT" trace -o "$work/trace-link.wtr" -- "$WEFT_FIXTURES/lost_update" \
+  >/dev/null 2>"$work/trace-link.err"
+check "trace -o a link: refused in one line (status $st)" \
+  bash -c "[ $st = 1 ] && [ \$(wc -l <'$work/trace-link.err') = 1 ] && grep -q 'not a regular file' '$work/trace-link.err'"
+check "trace -o a link: the link and its target untouched" \
+  bash -c "test -L '$work/trace-link.wtr' && cmp -s '$work/lu.csv' '$work/via-link.csv'"
 # info --no-vars: the thread table from the footer's per-kind counts is the
 # one the full pass counts; the variables are said to be left out.
 "$WEFT" info "$work/lu.wtr" >"$work/lu.info"

@@ -173,8 +173,23 @@ int weft_mkdirs(const char *path);
 /* Write all n bytes to fd, across short writes and EINTR. 0, or -1 with
  * errno set (ENOSPC if the file takes no more). */
 int weft_write_all(int fd, const void *buf, size_t n);
-/* Write buf to path atomically (temporary file, fsync, rename). 0, or -1
- * with a one-line message in err. */
+/* Does an output path name something that exists and is not a regular file
+ * (a symlink such as /dev/stdout, a device, a FIFO)? A temporary beside it
+ * renamed over it would replace the link or the device itself: such a path
+ * is written through, in place (weft_write_atomic), or refused (a trace). */
+int weft_output_in_place(const char *path);
+/* An fd to write such an output: a dup of weft's stdout or stderr when the
+ * path is that file (/dev/stdout, or the file stdout goes to: one offset for
+ * both, nothing truncated under what weft printed), else the path opened for
+ * writing. -1 with errno. */
+int weft_output_open_in_place(const char *path);
+/* Why a trace cannot go to such a path (the writer's and weft trace's line). */
+#define WEFT_TRACE_NOT_A_FILE                                                                      \
+    "not a regular file (a link, a device or a FIFO): a trace is written beside its path "         \
+    "and renamed over it, so name a file"
+/* Write buf to path atomically (temporary file, fsync, rename, the folder
+ * fsynced), or in place where weft_output_in_place says so. 0, or -1 with a
+ * one-line message in err. */
 int weft_write_atomic(const char *path, const char *buf, size_t len, char *err, size_t errlen);
 /* Before long work whose result goes to path: 0 if a file can be written
  * there, else -1 after one line (a folder; a folder that is missing or not
