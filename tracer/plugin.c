@@ -244,7 +244,8 @@ static int point_at(int exact, uint64_t pc, int near)
 /* May a plain SP-relative access go without a callback? Its only use is
  * the event the stack filter drops (spin watching, speculation and gates
  * skip the stack), once the main thread's stack window is learnt from one:
- * the trace is the same, a run does a quarter fewer calls. */
+ * the trace is the same, and code built without optimization (every local
+ * addressed from SP) runs several times faster. */
 static int plugin_stack_unobserved(void)
 {
     return g_plugin.cfg.settings.filter == WEFT_FILTER_NONSTACK &&
