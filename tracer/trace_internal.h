@@ -540,6 +540,12 @@ struct weft_trace {
 
 /* A damaged block or frame at off: sets the error, returns -1. */
 int trc_read_fail(weft_trace *t, uint64_t off, const char *what);
+/* A frame's or segment's compressed payload after its header h (whose last
+ * 4 bytes are the CRC of the rest and of the payload): read into t->blk,
+ * checked, decompressed into *raw (grown to raw_len). 0, or -1 via
+ * trc_read_fail. */
+int trc_read_zstd_payload(weft_trace *t, uint64_t off, const uint8_t *h, size_t hdr_size,
+                          uint32_t len, uint8_t **raw, size_t *raw_cap, uint32_t raw_len);
 /* Version 2: frames' headers at open; the next frame; its next event. */
 int trc_read_check_frames(weft_trace *t, char *why, size_t wl);
 int trc_read_load_frame(weft_trace *t);

@@ -15,6 +15,21 @@ int trc_read_fail(weft_trace *t, uint64_t off, const char *what)
     return -1;
 }
 
+int trc_read_zstd_payload(weft_trace *t, uint64_t off, const uint8_t *h, size_t hdr_size,
+                          uint32_t len, uint8_t **raw, size_t *raw_cap, uint32_t raw_len)
+{
+    if (trc_grow(&t->blk, &t->blk_cap, len) < 0 || trc_grow(raw, raw_cap, raw_len) < 0)
+        return trc_read_fail(t, off, "out of memory");
+    if (trc_pread_all(t->fd, t->blk, len, off + hdr_size) != (ssize_t)len)
+        return trc_read_fail(t, off, "cut short");
+    if (trc_crc32(trc_crc32(0, h, hdr_size - 4), t->blk, len) != get_u32(h + hdr_size - 4))
+        return trc_read_fail(t, off, "checksum mismatch");
+    size_t got = ZSTD_decompressDCtx(t->zd, *raw, raw_len, t->blk, len);
+    if (ZSTD_isError(got) || got != raw_len)
+        return trc_read_fail(t, off, "does not decompress");
+    return 0;
+}
+
 /* Threads in a frame up to which the merge scans rather than keeps a heap. */
 #define SCAN_RUNS 16
 
@@ -152,15 +167,8 @@ int trc_read_load_frame(weft_trace *t)
         raw > FRAME_RAW_MAX(count) || len > ZSTD_compressBound(raw) ||
         off + FRAME_HDR_SIZE + len > t->footer_off)
         return trc_read_fail(t, off, "bad header");
-    if (trc_grow(&t->blk, &t->blk_cap, len) < 0 || trc_grow(&t->raw, &t->raw_cap, raw) < 0)
-        return trc_read_fail(t, off, "out of memory");
-    if (trc_pread_all(t->fd, t->blk, len, off + FRAME_HDR_SIZE) != (ssize_t)len)
-        return trc_read_fail(t, off, "cut short");
-    if (trc_crc32(trc_crc32(0, h, 24), t->blk, len) != get_u32(h + 24))
-        return trc_read_fail(t, off, "checksum mismatch");
-    size_t got = ZSTD_decompressDCtx(t->zd, t->raw, raw, t->blk, len);
-    if (ZSTD_isError(got) || got != raw)
-        return trc_read_fail(t, off, "does not decompress");
+    if (trc_read_zstd_payload(t, off, h, FRAME_HDR_SIZE, len, &t->raw, &t->raw_cap, raw) < 0)
+        return -1;
     const char *why;
     if (trc_frame_open(&t->fr, t->raw, raw, get_u64(h + 16), &why) < 0)
         return trc_read_fail(t, off, why);

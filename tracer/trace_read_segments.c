@@ -146,15 +146,8 @@ static int load_segment(weft_trace *t, uint32_t th, struct trc_seg_cursor *c)
     if (!seg_header_ok(h, off, t->footer_off) || get_u32(h + 4) != th)
         return trc_read_fail(t, off, "bad header");
     uint32_t raw = get_u32(h + 16), len = get_u32(h + 20);
-    if (trc_grow(&t->blk, &t->blk_cap, len) < 0 || trc_grow(&c->raw, &c->raw_cap, raw) < 0)
-        return trc_read_fail(t, off, "out of memory");
-    if (trc_pread_all(t->fd, t->blk, len, off + SEG_HDR_SIZE) != (ssize_t)len)
-        return trc_read_fail(t, off, "cut short");
-    if (trc_crc32(trc_crc32(0, h, 32), t->blk, len) != get_u32(h + 32))
-        return trc_read_fail(t, off, "checksum mismatch");
-    size_t got = ZSTD_decompressDCtx(t->zd, c->raw, raw, t->blk, len);
-    if (ZSTD_isError(got) || got != raw)
-        return trc_read_fail(t, off, "does not decompress");
+    if (trc_read_zstd_payload(t, off, h, SEG_HDR_SIZE, len, &c->raw, &c->raw_cap, raw) < 0)
+        return -1;
     if (get_u64(c->raw + 16) != get_u64(h + 24))
         return trc_read_fail(t, off, "first time unlike its first chunk's");
     c->p = c->raw;
