@@ -32,21 +32,9 @@ out="$here/results/bench-real.md"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-# The input: text from a fixed seed, compressible like real text, the same
-# bytes on every machine.
-awk -v n="$((mb * 1024 * 1024))" 'BEGIN {
-  srand(1); split("the of and to in is that it for weft thread lock race time", w, " ")
-  while (len < n) { line = ""; for (i = 0; i < 12; i++) line = line w[int(rand() * 14) + 1] " " int(rand() * 1000) " "
-    print line; len += length(line) + 1 } }' >"$tmp/in"
-truncate -s "$((mb * 1024 * 1024))" "$tmp/in"
-
-cmd_of() { # the program's argv (sysroot paths), compressing $tmp/in to stdout
-  case "$1" in
-  pigz) echo "$sysroot/usr/bin/pigz -p4 -c $tmp/in" ;;
-  pbzip2) echo "$sysroot/usr/bin/pbzip2 -p4 -c $tmp/in" ;;
-  xz) echo "$sysroot/usr/bin/xz -T4 -1 --block-size=256k -c $tmp/in" ;;
-  esac
-}
+source "$here/results/real-programs.sh"
+real_input "$tmp/in" "$mb"
+cmd_of() { real_cmd "$1" "$sysroot" "$tmp/in"; }
 now() { date +%s.%N; }
 # timed NAME OUTFILE CMD...: run CMD with its stdout to OUTFILE; prints seconds
 timed() {
