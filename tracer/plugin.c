@@ -59,6 +59,10 @@ static void tb_exec_bound(vcpu_state *v, void *udata)
     v->last_ii = NULL;
     uint64_t now = vcpu_cycles_at(v, v->tb_base);
     v->offset += weft_platform_block_start(p, v->pe, now, may_wait && v->begun) - now;
+    if (!ti->lib)
+        v->lib_blocks = 0; /* the program's own code: its loads are watched */
+    else if (++v->lib_blocks >= SPIN_LIB_BLOCKS && v->begun && g_plugin.sched.policy)
+        plugin_spin_lib_blocks(v, ti, vcpu_cycles_at(v, v->tb_base));
 }
 
 static void tb_exec(unsigned int index, void *udata)
@@ -198,7 +202,7 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
     default:
         break;
     }
-    if (g_plugin.sched.policy && !(flags & WEFT_EVF_STACK))
+    if (g_plugin.sched.policy && !(flags & WEFT_EVF_STACK) && !(ii->flags & INSN_LIB_LOAD))
         plugin_spin_watch(v, ii->pc, vaddr, store || (ii->flags & INSN_RMW),
                           vcpu_cycles_at(v, v->tb_base + ii->index));
     if ((ii->flags & INSN_GATED) && plugin_pos_bookkeeping()) {
@@ -261,6 +265,45 @@ static int plugin_reads_observed(void)
            g_plugin.server.on || g_plugin.spec.on;
 }
 
+/* Does the block close a loop that may wait: end in a branch back over at
+ * most cfg.wait_loop_bytes, with no store but to its stack? A store in the loop
+ * is progress (the spin watch starts over at every one), so only such a
+ * block's loads can show a spinner; its loop's earlier blocks need not. */
+static int tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n)
+{
+    if (n == 0)
+        return 0;
+    struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
+    uint32_t w;
+    uint64_t pc = qemu_plugin_insn_vaddr(last), target;
+    if (qemu_plugin_insn_size(last) != 4)
+        return 0;
+    memcpy(&w, qemu_plugin_insn_data(last), 4);
+    if (!insn_jump_target(w, pc, &target) || target > pc ||
+        target + g_plugin.cfg.wait_loop_bytes < pc || !g_plugin.cfg.wait_loop_bytes)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        if (qemu_plugin_insn_size(insn) != 4)
+            continue;
+        memcpy(&w, qemu_plugin_insn_data(insn), 4);
+        if (insn_is_load_store(w) && (insn_classify(w) & (INSN_STORE | INSN_SP_BASE)) == INSN_STORE)
+            return 0;
+    }
+    return 1;
+}
+
+/* A replay's libloads=loops: libraries' plain loads outside wait loops are
+ * not watched for spinning, and a lazy run does not call them back at all
+ * (in a real program most of its accesses: a PCT run of pigz took 1.7
+ * times as long with them, results/bench-replay-real.md). The program's
+ * own code is watched whole. Both kinds of run apply the same rule, so a
+ * seed schedules the same with --save-trace or without. */
+static int lib_loads_skipped(void)
+{
+    return g_plugin.cfg.lib_loads_loops && sched_visible();
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
@@ -283,6 +326,9 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     int visible = sched_visible();
     int reads = plugin_reads_observed();
     int stack_unobserved = plugin_stack_unobserved();
+    ti->pc = n ? qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0)) : 0;
+    ti->lib = lib_loads_skipped() && !sched_own_pc(ti->pc);
+    int lib_rule = ti->lib && !tb_closes_wait_loop(tb, n);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         if (qemu_plugin_insn_size(insn) != 4)
@@ -329,6 +375,14 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_gate, QEMU_PLUGIN_CB_NO_REGS, ii);
         }
         int plain = !(ii->flags & (INSN_ATOMIC | INSN_RMW));
+        if (plain && lib_rule && !gate && !(ii->flags & (INSN_STORE | INSN_SP_BASE)) &&
+            !sched_own_pc(pc)) {
+            ii->flags |= INSN_LIB_LOAD;
+            if (g_plugin.cfg.summary_only) {
+                ii->flags |= INSN_UNOBSERVED;
+                continue;
+            }
+        }
         if (plain && (((ii->flags & INSN_SP_BASE) && stack_unobserved) ||
                       (!(ii->flags & INSN_STORE) && !reads))) {
             ii->flags |= INSN_UNOBSERVED; /* no callback at all (a fault: faulting_insn) */
@@ -357,6 +411,13 @@ static void config_defaults(plugin_config *c)
     const char *mf = getenv("WEFT_TRACE_MIN_FREE"); /* tests: a "nearly full" disk */
     if (mf && plugin_parse_u64(mf, &c->min_free) != 0)
         c->min_free = PLUGIN_MIN_FREE;
+    /* Wait loops are short: a spin on a flag is a load and a branch (glibc's
+     * pthread_spin_lock, two such blocks). Tests set 0 (no block closes
+     * one), leaving library spins to SPIN_LIB_BLOCKS. */
+    c->wait_loop_bytes = 64;
+    const char *wl = getenv("WEFT_WAIT_LOOP_BYTES");
+    if (wl && plugin_parse_u64(wl, &c->wait_loop_bytes) != 0)
+        c->wait_loop_bytes = 64;
     c->argi = -1;
     c->errfd = -1;
 }
@@ -422,6 +483,8 @@ static int parse_run_arg(plugin_config *c, const char *k, const char *val)
         c->not_durable = !x;
     else if (!strcmp(k, "lazy") && num && x <= 1)
         c->summary_only = (int)x;
+    else if (!strcmp(k, "libloads") && (!strcmp(val, "loops") || !strcmp(val, "all")))
+        c->lib_loads_loops = !strcmp(val, "loops");
     else if (!strcmp(k, "errfd") && num && x >= 3 && x < 65536)
         c->errfd = (int)x;
     else if (!strcmp(k, "inject"))

@@ -62,6 +62,21 @@ int insn_branch_target(uint32_t w, uint64_t pc, uint64_t *target)
     return 1;
 }
 
+int insn_jump_target(uint32_t w, uint64_t pc, uint64_t *target)
+{
+    int64_t off;                          /* the sign-extended word offset, in bytes */
+    if ((w & 0xfc000000u) == 0x14000000u) /* B */
+        off = (int64_t)(int32_t)((w & 0x03ffffffu) << 6) >> 4;
+    else if ((w & 0xff000010u) == 0x54000000u || (w & 0x7e000000u) == 0x34000000u) /* B.cond, CBZ */
+        off = (int64_t)(int32_t)(((w >> 5) & 0x7ffffu) << 13) >> 11;
+    else if ((w & 0x7e000000u) == 0x36000000u) /* TBZ, TBNZ */
+        off = (int64_t)(int32_t)(((w >> 5) & 0x3fffu) << 18) >> 16;
+    else
+        return 0;
+    *target = pc + (uint64_t)off;
+    return 1;
+}
+
 /* Does the instruction write memory? Only used to describe a faulting
  * access: L is bit 22 in the exclusive, pair and SIMD structure classes;
  * single registers store only with opc 00 (or 10 for a SIMD q register). */

@@ -31,6 +31,21 @@ static void livelock(void)
     _exit(87);
 }
 
+/* The thread spins: demoted, and a decision made here, so the demotion
+ * takes effect even if the loop has no schedule point of its own (a flag
+ * nobody ever writes is not a shared address). */
+static void spin_demote(vcpu_state *v, uint64_t pc, uint64_t cycles)
+{
+    weft_platform *p = g_plugin.platform;
+    if (weft_platform_spin(p, v->pe, pc))
+        livelock();
+    uint64_t resume;
+    weft_platform_busy(p, v->pe, 1);
+    weft_platform_gate(p, v->pe, cycles, pc, WEFT_SYNC_ACCESS, &resume);
+    weft_platform_busy(p, v->pe, -1);
+    v->offset += resume - cycles;
+}
+
 void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uint64_t cycles)
 {
     weft_platform *p = g_plugin.platform;
@@ -38,6 +53,7 @@ void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uin
     if (write) {
         v->spin_loads = 0;
         v->nspin = 0;
+        v->lib_blocks = 0;
         weft_platform_progress(p, v->pe);
         return;
     }
@@ -59,17 +75,20 @@ void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uin
     }
     if (++v->spin_loads >= SPIN_LOADS) {
         v->spin_loads = 0;
-        if (weft_platform_spin(p, v->pe, pc))
-            livelock();
-        /* A decision here, so the demotion takes effect even if the loop
-         * has no schedule point of its own (a flag nobody ever writes is
-         * not a shared address). */
-        uint64_t resume;
-        weft_platform_busy(p, v->pe, 1);
-        weft_platform_gate(p, v->pe, cycles, pc, WEFT_SYNC_ACCESS, &resume);
-        weft_platform_busy(p, v->pe, -1);
-        v->offset += resume - cycles;
+        spin_demote(v, pc, cycles);
     }
+}
+
+void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles)
+{
+    v->lib_blocks = 0;
+    uint64_t sw = weft_platform_handoffs(g_plugin.platform);
+    if (sw != v->lib_sw) { /* another thread ran meanwhile: it may have written */
+        v->lib_sw = sw;
+        return;
+    }
+    v->last_gated_pc = ti->pc;
+    spin_demote(v, ti->pc, cycles);
 }
 
 void plugin_spin_yield(vcpu_state *v)

@@ -45,10 +45,14 @@ typedef struct insn_info {
 #define INSN_STORE 0x10u      /* writes memory */
 #define INSN_CALL 0x20u       /* the program calls a synchronization function: a visible point */
 #define INSN_UNOBSERVED 0x40u /* no callback: a plain load nobody reads, or a stack access */
+#define INSN_LIB_LOAD 0x80u   /* replays with libloads=loops: a library's plain load, no wait loop \
+                               */
 
 /* A translation block: its length, and its memory instructions in order. */
 typedef struct tb_info {
     uint32_t n;
+    uint32_t lib; /* libloads=loops: library code, its loads watched in wait loops only */
+    uint64_t pc;
     insn_info *first_mem;
 } tb_info;
 
@@ -81,6 +85,8 @@ typedef struct vcpu_state {
      * and the few addresses they read. */
     uint64_t spin_sw, spin_loads, spin_addr[4], last_gated_pc;
     unsigned nspin;
+    /* ... and library blocks run in a row with no such write (libloads=loops) */
+    uint64_t lib_sw, lib_blocks;
     /* POS: what the thread touched at its last point, and where each gated
      * pc went last time (a direct-mapped guess of a pending access). */
     uint64_t exec_obj;
@@ -127,7 +133,9 @@ typedef struct plugin_config {
     uint64_t min_free;    /* ... or when its file system has less free (0: never) */
     int not_durable;      /* sync=0: the trace is not fsynced (a campaign's run) */
     int summary_only; /* lazy=1: no events in the trace unless the run deadlocked or livelocked */
-    int errfd;        /* errfd=N: weft's copy of qemu's stderr, or -1 */
+    int lib_loads_loops; /* libloads=loops: a replay watches libraries' loads in wait loops only */
+    uint64_t wait_loop_bytes; /* ... those closed by a branch back over at most this */
+    int errfd;                /* errfd=N: weft's copy of qemu's stderr, or -1 */
 } plugin_config;
 
 /* Replays: which plain accesses are schedule points. */
@@ -283,6 +291,8 @@ uint32_t insn_classify(uint32_t w); /* INSN_* flags but GATED */
 /* B or BL with a 26-bit word offset (a call, or a tail call at -O2): 1 and
  * its target, or 0. */
 int insn_branch_target(uint32_t w, uint64_t pc, uint64_t *target);
+/* B, B.cond, CBZ/CBNZ or TBZ/TBNZ: 1 and its target, or 0. */
+int insn_jump_target(uint32_t w, uint64_t pc, uint64_t *target);
 
 /* plugin_fault.c */
 /* At each translation: learns where guest memory sits in the host's, and
@@ -347,6 +357,15 @@ uint64_t plugin_inject_at_gate(vcpu_state *v, uint64_t cycles, uint64_t pc);
 void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uint64_t cycles);
 /* Replays: the thread yielded (sched_yield, nanosleep, YIELD, WFE). */
 void plugin_spin_yield(vcpu_state *v);
+/* With libloads=loops a library's loads are watched only in the blocks that
+ * close a short loop, and a wait loop of several blocks whose last one
+ * reads nothing would go unseen: this many library blocks in a row with no
+ * write outside the stack (about 10 ms of the guest) also count as a spin.
+ * A read-only scan of a buffer of tens of megabytes is taken for one too:
+ * a demotion counted as an override, like a loop of SPIN_LOADS. */
+#define SPIN_LIB_BLOCKS (1u << 20)
+/* ... called at the SPIN_LIB_BLOCKS-th, starting ti at cycles. */
+void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles);
 
 /* plugin_finish.c */
 /* Finish the trace with these summary flags. With PLUGIN_ENDS_RUN the

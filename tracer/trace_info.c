@@ -289,14 +289,16 @@ static void print_header(weft_trace *t, FILE *out)
     for (uint32_t i = 0; i < st->nranges; i++)
         fprintf(out, " [0x%" PRIx64 ",0x%" PRIx64 ")", st->range_lo[i], st->range_hi[i]);
     fprintf(out, ", policy %s seed %" PRIu64 "\n", st->policy, st->seed);
-    if (st->record != WEFT_RECORD_ALL)
+    uint32_t kinds = st->record & WEFT_RECORD_ALL;
+    if (kinds != WEFT_RECORD_ALL)
         fprintf(out, "recorded       %s%s%s (plain %s%s%s not recorded)\n",
-                st->record & WEFT_RECORD_SYNC ? "sync" : "",
-                st->record & WEFT_RECORD_WRITES ? "+writes" : "",
-                st->record & WEFT_RECORD_READS ? "+reads" : "",
-                st->record & WEFT_RECORD_READS ? "" : "reads",
-                !(st->record & (WEFT_RECORD_READS | WEFT_RECORD_WRITES)) ? " and " : "",
-                st->record & WEFT_RECORD_WRITES ? "" : "writes");
+                kinds & WEFT_RECORD_SYNC ? "sync" : "", kinds & WEFT_RECORD_WRITES ? "+writes" : "",
+                kinds & WEFT_RECORD_READS ? "+reads" : "", kinds & WEFT_RECORD_READS ? "" : "reads",
+                !(kinds & (WEFT_RECORD_READS | WEFT_RECORD_WRITES)) ? " and " : "",
+                kinds & WEFT_RECORD_WRITES ? "" : "writes");
+    if (st->record & WEFT_RECORD_FEW_LIB_READS)
+        fprintf(out, "recorded       libraries' plain loads only in blocks closing a wait loop "
+                     "(a replay run's)\n");
     static const char *const flag_names[] = {"complete",  "truncated", "crashed",
                                              "timed-out", "deadlock",  "stopped",
                                              "livelock",  "unordered", "summary-only"};

@@ -12,3 +12,5 @@ weft_e2e_test(e2e_replay_explain replay_explain.sh)
 weft_e2e_test(e2e_replay_fork_server replay_fork_server.sh)
 # Without --save-trace a campaign's runs keep the trace's footer alone.
 weft_e2e_test(e2e_replay_lazy_trace replay_lazy_trace.sh)
+# Library loads watched in wait loops only: a library spinlock still relieved.
+weft_e2e_test(e2e_replay_library_loads replay_library_loads.sh)

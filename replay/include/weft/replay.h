@@ -143,7 +143,10 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
  * to replay_plugin_args: its trace is read or removed at once (sync=0), has
  * no size limit but REPLAY_RUN_MAX_EVENTS, and without --save-trace keeps no
  * event unless the run deadlocks or livelocks (lazy=1: weft reads the
- * outcome from the footer, the events only to say who waits on what). */
+ * outcome from the footer, the events only to say who waits on what), and
+ * watches libraries' plain loads for spinning only in wait loops
+ * (libloads=loops; lazy runs do not see the others at all). Profiling runs
+ * leave it out: their races need every load. */
 int replay_run_args(const replay_config *c, char *buf, size_t len);
 
 /* Shell command reproducing one seed of this config. */

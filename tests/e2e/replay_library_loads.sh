@@ -1,0 +1,46 @@
+# A campaign's runs watch the C library's plain loads for spinning only in
+# the blocks that close a short loop (libloads=loops, docs/replay.md
+# "Spinning"): glibc's pthread_spin_lock, spinning on a preempted holder, is
+# still seen and demoted; with no block taken for a wait loop
+# (WEFT_WAIT_LOOP_BYTES=0, a test's knob) the count of library blocks run
+# without a write catches it. Without either, the spinner keeps the token
+# until --timeout. The flag in a lazy run's trace header says what it left out.
+source "$(dirname "$0")/lib.sh"
+
+# spin NAME [ENV...]: a PCT campaign of spinlock_ok; every run passes (no
+# timeout) and some runs demoted a spinner.
+spin() {
+  local name="$1" out="$work/$1"
+  shift
+  run_status st env "$@" "$WEFT" replay --sched pct --depth 3 --runs 20 --jobs 2 --timeout 20 -q \
+    --output "$out" -- "$WEFT_FIXTURES/spinlock_ok" >/dev/null 2>"$out.log"
+  check "$name: every run passes (status $st: $(jq -r .verdict "$out/runs.jsonl" | sort | uniq -c | xargs))" \
+    test "$st $(jq -r .verdict "$out/runs.jsonl" | sort -u | tr '\n' ' ')" = "0 pass "
+  check "$name: some runs demoted a spinner ($(jq -s 'map(select(.overrides > 0)) | length' "$out/runs.jsonl") of 20)" \
+    test "$(jq -s 'map(select(.overrides > 0)) | length' "$out/runs.jsonl")" -gt 0
+}
+spin loops
+spin blocks WEFT_WAIT_LOOP_BYTES=0 WEFT_GUEST_ENV=WEFT_WAIT_LOOP_BYTES
+# Which watch relieved the spinner shows in virtual time: 1000 loads of the
+# loop are a few thousand cycles, 2^20 library blocks over two million.
+longest() { jq -s 'map(.makespan_ns) | max' "$work/$1/runs.jsonl"; }
+check "loops: seen by its loads (longest run $(longest loops) ns)" test "$(longest loops)" -lt 1000000
+check "blocks: seen by the block count (longest run $(longest blocks) ns)" test "$(longest blocks)" -gt 2000000
+
+# One run as weft starts it, lazy and not: the header of the lazy one says
+# libraries' loads were left out, the other recorded them.
+plugin="${WEFT_PLUGIN:-$(dirname "$WEFT")/../tracer/libweft-tracer.so}"
+args="sched=pct,seed=3,depth=2,steps=200,nthreads=3,points=visible,sync=0,libloads=loops,argi=3"
+for mode in lazy full; do
+  extra=""
+  [ "$mode" = lazy ] && extra=",lazy=1"
+  run_status st timeout -s KILL 120 "$QEMU_AARCH64" -plugin \
+    "$plugin,$args$extra,out=$work/$mode.wtr" "$WEFT_FIXTURES/spinlock_ok" >/dev/null 2>"$work/$mode.err"
+  check "$mode: the run passed and wrote its trace (status $st)" test "$st" = 0 -a -f "$work/$mode.wtr"
+  "$WEFT" info --no-vars "$work/$mode.wtr" >"$work/$mode.info" 2>&1 || true
+done
+check "lazy: the header says libraries' loads were left out" \
+  grep -q "^recorded *libraries' plain loads only in blocks closing a wait loop" "$work/lazy.info"
+check "full: every load recorded" test -z "$(grep '^recorded' "$work/full.info")"
+
+finish
