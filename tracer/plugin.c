@@ -301,7 +301,7 @@ static int tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n)
  * seed schedules the same with --save-trace or without. */
 static int lib_loads_skipped(void)
 {
-    return g_plugin.cfg.lib_loads_loops && sched_visible();
+    return g_plugin.cfg.lib_loads != LIB_LOADS_ALL && sched_visible();
 }
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
@@ -378,7 +378,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         if (plain && lib_rule && !gate && !(ii->flags & (INSN_STORE | INSN_SP_BASE)) &&
             !sched_own_pc(pc)) {
             ii->flags |= INSN_LIB_LOAD;
-            if (g_plugin.cfg.summary_only) {
+            if (plugin_lib_loads_unseen(&g_plugin.cfg)) {
                 ii->flags |= INSN_UNOBSERVED;
                 continue;
             }
@@ -483,8 +483,12 @@ static int parse_run_arg(plugin_config *c, const char *k, const char *val)
         c->not_durable = !x;
     else if (!strcmp(k, "lazy") && num && x <= 1)
         c->summary_only = (int)x;
-    else if (!strcmp(k, "libloads") && (!strcmp(val, "loops") || !strcmp(val, "all")))
-        c->lib_loads_loops = !strcmp(val, "loops");
+    else if (!strcmp(k, "libloads") && !strcmp(val, "all"))
+        c->lib_loads = LIB_LOADS_ALL;
+    else if (!strcmp(k, "libloads") && !strcmp(val, "loops"))
+        c->lib_loads = LIB_LOADS_LOOPS;
+    else if (!strcmp(k, "libloads") && !strcmp(val, "skip"))
+        c->lib_loads = LIB_LOADS_SKIP;
     else if (!strcmp(k, "errfd") && num && x >= 3 && x < 65536)
         c->errfd = (int)x;
     else if (!strcmp(k, "inject"))

@@ -45,8 +45,9 @@ typedef struct insn_info {
 #define INSN_STORE 0x10u      /* writes memory */
 #define INSN_CALL 0x20u       /* the program calls a synchronization function: a visible point */
 #define INSN_UNOBSERVED 0x40u /* no callback: a plain load nobody reads, or a stack access */
-#define INSN_LIB_LOAD 0x80u   /* replays with libloads=loops: a library's plain load, no wait loop \
-                               */
+#define INSN_LIB_LOAD                                                                              \
+    0x80u /* replays with libloads=loops: a library's plain load, no wait loop                     \
+           */
 
 /* A translation block: its length, and its memory instructions in order. */
 typedef struct tb_info {
@@ -133,10 +134,21 @@ typedef struct plugin_config {
     uint64_t min_free;    /* ... or when its file system has less free (0: never) */
     int not_durable;      /* sync=0: the trace is not fsynced (a campaign's run) */
     int summary_only; /* lazy=1: no events in the trace unless the run deadlocked or livelocked */
-    int lib_loads_loops; /* libloads=loops: a replay watches libraries' loads in wait loops only */
+    /* libloads=loops: a replay watches libraries' plain loads in wait loops
+     * only (a lazy run does not see the others); skip: nor does it record
+     * them (profiling's counting runs) */
+    int lib_loads;
     uint64_t wait_loop_bytes; /* ... those closed by a branch back over at most this */
     int errfd;                /* errfd=N: weft's copy of qemu's stderr, or -1 */
 } plugin_config;
+
+enum { LIB_LOADS_ALL, LIB_LOADS_LOOPS, LIB_LOADS_SKIP };
+/* Does a replay neither watch nor record libraries' plain loads outside
+ * wait loops, so that they need no callback? */
+static inline int plugin_lib_loads_unseen(const plugin_config *c)
+{
+    return c->lib_loads == LIB_LOADS_SKIP || (c->lib_loads == LIB_LOADS_LOOPS && c->summary_only);
+}
 
 /* Replays: which plain accesses are schedule points. */
 typedef enum points_kind {

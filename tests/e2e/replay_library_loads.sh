@@ -4,7 +4,8 @@
 # still seen and demoted; with no block taken for a wait loop
 # (WEFT_WAIT_LOOP_BYTES=0, a test's knob) the count of library blocks run
 # without a write catches it. Without either, the spinner keeps the token
-# until --timeout. The flag in a lazy run's trace header says what it left out.
+# until --timeout. The flag in a lazy run's trace header says what it left
+# out; profiling's counting runs leave them out too, its learning runs not.
 source "$(dirname "$0")/lib.sh"
 
 # spin NAME [ENV...]: a PCT campaign of spinlock_ok; every run passes (no
@@ -42,5 +43,20 @@ done
 check "lazy: the header says libraries' loads were left out" \
   grep -q "^recorded *libraries' plain loads only in blocks closing a wait loop" "$work/lazy.info"
 check "full: every load recorded" test -z "$(grep '^recorded' "$work/full.info")"
+
+# Profiling: a learning run records every load (its races choose the
+# points), a run that only counts steps (a points file given) does not.
+run_status st "$WEFT" replay --sched pct --runs 1 --profile-runs 1 --save-trace --timeout 60 \
+  --output "$work/learn" -- "$WEFT_FIXTURES/spinlock_ok" >/dev/null 2>&1
+run_status st2 "$WEFT" replay --sched pct --runs 1 --profile-runs 1 --save-trace --timeout 60 \
+  --points "visible:$work/learn/points.pcs" --output "$work/count" -- "$WEFT_FIXTURES/spinlock_ok" \
+  >/dev/null 2>&1
+"$WEFT" info --no-vars "$work/learn/profile-0-0.wtr" >"$work/learn.info" 2>&1 || true
+"$WEFT" info --no-vars "$work/count/profile-0-0.wtr" >"$work/count.info" 2>&1 || true
+check "profiling: both campaigns ran ($st, $st2)" test "$st $st2" = "0 0"
+check "profiling: a learning run recorded every load" \
+  test -s "$work/learn.info" -a -z "$(grep '^recorded' "$work/learn.info")"
+check "profiling: a counting run left the libraries' loads out" \
+  grep -q "^recorded *libraries' plain loads only" "$work/count.info"
 
 finish

@@ -79,8 +79,9 @@ typedef enum weft_trace_filter {
 #define WEFT_RECORD_WRITES 0x2u /* plain stores */
 #define WEFT_RECORD_SYNC 0x4u   /* atomics, exclusives, acquire/release, syscalls, threads */
 #define WEFT_RECORD_ALL 0x7u
-/* A lazy replay run (libloads=loops): of the plain loads outside the
- * program's own code, only those of blocks closing a wait loop. */
+/* A lazy replay run (libloads=loops) or a counting one (libloads=skip): of
+ * the plain loads outside the program's own code, only those of blocks
+ * closing a wait loop. */
 #define WEFT_RECORD_FEW_LIB_READS 0x8u
 
 typedef struct weft_trace_settings {
