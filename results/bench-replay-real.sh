@@ -10,6 +10,8 @@
 # (the same points, k and n). Medians of the wall times, as ratios to plain
 # qemu; each arm's verdicts and virtual makespans (the same seed should give
 # the same schedule in both builds, unless the change is about scheduling).
+# The profiling campaign's time less its run's is the profiling's cost; the
+# base build runs one such campaign too, for its own profiling's cost.
 # Usage: results/bench-replay-real.sh [MB] [REPS]   (default 16 MB, 3 rounds)
 #   PROGRAMS (default "pigz pbzip2 xz"), SEED (default 2), TIMEOUT (per
 #   command, default 1800 s), BASE_WEFT, BASE_LABEL (what BASE_WEFT is)
@@ -66,20 +68,31 @@ write_table() {
     echo "those points, k and n (\`weft replay --sched pct --seed $seed --points visible:FILE"
     echo "--steps K --threads N\`, no --save-trace, as a campaign's runs) per build. Wall"
     echo "seconds, medians; ratios to plain qemu. \`base\`: ${BASE_LABEL:-${base:-not measured}}."
-    echo "verdict, makespan: each build's (virtual ns)."
+    echo "verdict, makespan: each build's (virtual ns). profiling: a one-run campaign's wall time"
+    echo "less its run's, with each build (its learning rounds and its round that counts k and n)."
     echo
-    echo "| program | k | n | plain s | PCT run s (×) | base PCT run s (×) | base / this | verdict | makespan ns | base verdict | base makespan ns |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| program | k | n | plain s | PCT run s (×) | base PCT run s (×) | base / this | verdict | makespan ns | base verdict | base makespan ns | profiling s (×) | base profiling s (×) |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
   } >"$out.tmp"
   mv "$out.tmp" "$out"
 }
 
+# profile ARM DIR: a one-run campaign of argv; prints its profiling's seconds
+profile() {
+  local t0 run
+  rm -rf "$2"
+  t0="$(now)"
+  timeout -s KILL "$limit" "$(wefts "$1")" replay --sched pct --runs 1 --sysroot "$sysroot" \
+    --output "$2" -- "${argv[@]}" >/dev/null 2>"$2.log" || true
+  run="$(jq -r .wall_s "$2/runs.jsonl" 2>/dev/null || echo 0)"
+  echo "$(now) - $t0 - ${run:-0}" | bc -l
+}
 for p in "${programs[@]}"; do
   read -r -a argv <<<"$(real_cmd "$p" "$sysroot" "$tmp/in")"
-  rm -rf "$tmp/prof"
-  timeout -s KILL "$limit" "$weft" replay --sched pct --runs 1 --sysroot "$sysroot" \
-    --output "$tmp/prof" -- "${argv[@]}" >/dev/null 2>"$tmp/prof.log" || true
+  Q="$(profile now "$tmp/prof")"
+  QB="-"
+  [ -z "$base" ] || QB="$(profile base "$tmp/profbase")"
   k="$(jq -r .k "$tmp/prof/runs.jsonl" 2>/dev/null || true)"
   n="$(jq -r .n "$tmp/prof/runs.jsonl" 2>/dev/null || true)"
   if [ -z "$k" ] || [ ! -s "$tmp/prof/points.pcs" ]; then
@@ -110,7 +123,9 @@ for p in "${programs[@]}"; do
   rm -f "$tmp"/v.*
   bcell="-"
   [ "$B" = - ] || bcell="$(secs "$B") ($(ratio "$B" "$P"))"
-  rows+=("| $p | $k | $n | $(secs "$P") | $(secs "$N") ($(ratio "$N" "$P")) | $bcell | $rb | $(cells "$vn") | $(cells "$vb") |")
+  qb="-"
+  [ "$QB" = - ] || qb="$(secs "$QB") ($(ratio "$QB" "$P"))"
+  rows+=("| $p | $k | $n | $(secs "$P") | $(secs "$N") ($(ratio "$N" "$P")) | $bcell | $rb | $(cells "$vn") | $(cells "$vb") | $(secs "$Q") ($(ratio "$Q" "$P")) | $qb |")
   write_table
   echo "bench-replay-real: $p done" >&2
 done
