@@ -433,6 +433,7 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
  * runs that still take more are counted in its summary. */
 static void take_k_n(replay_config *c, const profile_round *pr, int rounds, double t0)
 {
+    int counted = !c->k;
     if (!c->k) {
         c->k = pr->kmax ? pr->kmax : 1;
         snprintf(c->k_source, sizeof c->k_source,
@@ -449,6 +450,15 @@ static void take_k_n(replay_config *c, const profile_round *pr, int rounds, doub
            pr->estimated ? "; counted from a trace: a run died before the plugin wrote its record"
                          : "",
            pr->note[0] ? "; note: a run: " : "", pr->note);
+    /* Fewer steps than threads: the threads were created and synchronize
+     * where visible points do not look (xz's, inside liblzma), and a
+     * priority policy has next to nothing to choose. */
+    if (counted && c->points == POINTS_VISIBLE && !c->race_points && c->k < c->n)
+        printf("weft: profiling: k = %" PRIu64 " for %" PRIu64 " threads: they synchronize "
+               "inside a library, where visible points do not look (only the program's own "
+               "code has them); --points shared makes the library's atomics, system calls and "
+               "shared accesses points too\n",
+               c->k, c->n);
 }
 
 /* The points (--points visible without a file, shared, races) learnt in

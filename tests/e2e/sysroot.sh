@@ -37,6 +37,19 @@ check "pigz campaign: 3 runs, all pass (status $st)" \
 check "pigz campaign: ran under a fork server" bash -c "! grep -q 'one qemu per run' '$work/camp.log'"
 lo="$(jq -s 'map(.steps) | min' "$work/camp/runs.jsonl")" hi="$(jq -s 'map(.steps) | max' "$work/camp/runs.jsonl")"
 check "pigz campaign: every child compressed the whole input (steps $lo..$hi)" test "$((lo * 2))" -ge "$hi"
+check "pigz campaign: no hint about library synchronization (its own code synchronizes)" \
+  bash -c "! grep -q 'synchronize inside a library' '$work/camp.log'"
+# xz's threads are created and synchronize inside liblzma: with visible points
+# (the program's own code) profiling counts fewer steps than threads, and
+# weft says where the points are.
+xz="$WEFT_SYSROOT/usr/bin/xz"
+run_status st "$WEFT" replay --sched pct --runs 1 --timeout 120 --sysroot "$WEFT_SYSROOT" \
+  -o "$work/xz" -- "$xz" -T4 -1 --block-size=64k -c "$work/big.txt" </dev/null >"$work/xz.log" 2>&1
+check "xz campaign: passes (status $st)" test "$st $(jq -r .verdict "$work/xz/runs.jsonl")" = "0 pass"
+check "xz campaign: k below n ($(jq -r '"k \(.k), n \(.n)"' "$work/xz/runs.jsonl"))" \
+  test "$(jq -r '.k < .n' "$work/xz/runs.jsonl")" = true
+check "xz campaign: says the threads synchronize inside a library, and what to do" \
+  grep -q "synchronize inside a library.*--points shared" "$work/xz.log"
 run_status st "$WEFT" trace -q -o "$work/x.wtr" -- "$pigz" -c "$work/in.txt" 2>"$work/err" >/dev/null
 check "without --sysroot: exit 1" test "$st" = 1
 check "without --sysroot: says what is missing" grep -q "dynamically linked (needs /lib/ld-linux-aarch64.so.1): pass --sysroot" "$work/err"
