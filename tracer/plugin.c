@@ -293,17 +293,6 @@ static int tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n)
     return 1;
 }
 
-/* A replay's libloads=loops: libraries' plain loads outside wait loops are
- * not watched for spinning, and a lazy run does not call them back at all
- * (in a real program most of its accesses: a PCT run of pigz took 1.7
- * times as long with them, results/bench-replay-real.md). The program's
- * own code is watched whole. Both kinds of run apply the same rule, so a
- * seed schedules the same with --save-trace or without. */
-static int lib_loads_skipped(void)
-{
-    return g_plugin.cfg.lib_loads != LIB_LOADS_ALL && sched_visible();
-}
-
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
@@ -327,7 +316,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     int reads = plugin_reads_observed();
     int stack_unobserved = plugin_stack_unobserved();
     ti->pc = n ? qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0)) : 0;
-    ti->lib = lib_loads_skipped() && !sched_own_pc(ti->pc);
+    ti->lib = plugin_lib_rule() && !sched_own_pc(ti->pc);
     int lib_rule = ti->lib && !tb_closes_wait_loop(tb, n);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);

@@ -363,18 +363,21 @@ int sched_load_code(const char *binary, char *err, size_t errlen)
 {
     sched_state *s = &g_plugin.sched;
     atomic_store(&s->bias, INT64_MIN);
-    if (!s->requested || s->points != POINTS_VISIBLE)
+    /* Visible points need the map; libloads= only uses it to tell the
+     * libraries' loads, and does without when it cannot be built. */
+    int visible = s->points == POINTS_VISIBLE;
+    if (!s->requested || (!visible && g_plugin.cfg.lib_loads == LIB_LOADS_ALL))
         return 0;
     weft_symbols *syms = weft_symbols_open(binary, err, errlen);
     if (!syms)
-        return -1;
+        return visible ? -1 : 0;
     int rc = weft_code_map_build(syms, &s->code, err, errlen);
     /* The map's names point into static storage, not into the symbols. */
     weft_symbols_close(syms);
     if (rc)
-        return -1;
+        return visible ? -1 : 0;
     s->have_code = 1;
-    if (s->code.how == WEFT_CODE_ALL)
+    if (visible && s->code.how == WEFT_CODE_ALL)
         fprintf(stderr,
                 "weft: %s has no debug info: its code cannot be told from the C "
                 "library's, so every instruction counts as the program's (build with -g)\n",

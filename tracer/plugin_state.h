@@ -143,6 +143,14 @@ typedef struct plugin_config {
 } plugin_config;
 
 enum { LIB_LOADS_ALL, LIB_LOADS_LOOPS, LIB_LOADS_SKIP };
+/* A replay's libloads=loops: libraries' plain loads outside wait loops are
+ * not watched for spinning, and a lazy run does not call them back at all
+ * (in a real program most of its accesses: a PCT run of pigz took 1.7
+ * times as long with them, results/bench-replay-real.md). The program's
+ * own code is watched whole. Both kinds of run apply the same rule, so a
+ * seed schedules the same with --save-trace or without. It needs the code
+ * map (plugin_sched.c) to tell the libraries' code. */
+static inline int plugin_lib_rule(void);
 /* Does a replay neither watch nor record libraries' plain loads outside
  * wait loops, so that they need no callback? */
 static inline int plugin_lib_loads_unseen(const plugin_config *c)
@@ -295,6 +303,12 @@ typedef struct plugin {
 } plugin;
 
 extern plugin g_plugin;
+
+static inline int plugin_lib_rule(void)
+{
+    return g_plugin.cfg.lib_loads != LIB_LOADS_ALL && g_plugin.sched.policy &&
+           g_plugin.sched.have_code;
+}
 
 /* plugin_insn.c */
 void *plugin_arena_alloc(size_t n);

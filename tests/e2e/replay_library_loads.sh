@@ -8,20 +8,22 @@
 # out; profiling's counting runs leave them out too, its learning runs not.
 source "$(dirname "$0")/lib.sh"
 
-# spin NAME [ENV...]: a PCT campaign of spinlock_ok; every run passes (no
-# timeout) and some runs demoted a spinner.
+# spin NAME POINTS [ENV...]: a PCT campaign of spinlock_ok; every run passes
+# (no timeout) and some runs demoted a spinner.
 spin() {
-  local name="$1" out="$work/$1"
-  shift
+  local name="$1" points="$2" out="$work/$1"
+  shift 2
   run_status st env "$@" "$WEFT" replay --sched pct --depth 3 --runs 20 --jobs 2 --timeout 20 -q \
-    --output "$out" -- "$WEFT_FIXTURES/spinlock_ok" >/dev/null 2>"$out.log"
+    --points "$points" --output "$out" -- "$WEFT_FIXTURES/spinlock_ok" >/dev/null 2>"$out.log"
   check "$name: every run passes (status $st: $(jq -r .verdict "$out/runs.jsonl" | sort | uniq -c | xargs))" \
     test "$st $(jq -r .verdict "$out/runs.jsonl" | sort -u | tr '\n' ' ')" = "0 pass "
   check "$name: some runs demoted a spinner ($(jq -s 'map(select(.overrides > 0)) | length' "$out/runs.jsonl") of 20)" \
     test "$(jq -s 'map(select(.overrides > 0)) | length' "$out/runs.jsonl")" -gt 0
 }
-spin loops
-spin blocks WEFT_WAIT_LOOP_BYTES=0 WEFT_GUEST_ENV=WEFT_WAIT_LOOP_BYTES
+spin loops visible
+spin blocks visible WEFT_WAIT_LOOP_BYTES=0 WEFT_GUEST_ENV=WEFT_WAIT_LOOP_BYTES
+# --points shared: the library's atomics are points, its other loads as above.
+spin shared shared
 # Which watch relieved the spinner shows in virtual time: 1000 loads of the
 # loop are a few thousand cycles, 2^20 library blocks over two million.
 longest() { jq -s 'map(.makespan_ns) | max' "$work/$1/runs.jsonl"; }
@@ -58,5 +60,14 @@ check "profiling: a learning run recorded every load" \
   test -s "$work/learn.info" -a -z "$(grep '^recorded' "$work/learn.info")"
 check "profiling: a counting run left the libraries' loads out" \
   grep -q "^recorded *libraries' plain loads only" "$work/count.info"
+
+# With a points file (--points shared, pcs:FILE) the rule holds as well.
+run_status st timeout -s KILL 120 "$QEMU_AARCH64" -plugin \
+  "$plugin,${args/points=visible/points=pcs:$work/learn/points.pcs},lazy=1,out=$work/pcs.wtr" \
+  "$WEFT_FIXTURES/spinlock_ok" >/dev/null 2>"$work/pcs.err"
+"$WEFT" info --no-vars "$work/pcs.wtr" >"$work/pcs.info" 2>&1 || true
+check "points=pcs: the run passed (status $st)" test "$st" = 0
+check "points=pcs: the libraries' loads left out" \
+  grep -q "^recorded *libraries' plain loads only" "$work/pcs.info"
 
 finish
