@@ -45,14 +45,13 @@ typedef struct insn_info {
 #define INSN_STORE 0x10u      /* writes memory */
 #define INSN_CALL 0x20u       /* the program calls a synchronization function: a visible point */
 #define INSN_UNOBSERVED 0x40u /* no callback: a plain load nobody reads, or a stack access */
-#define INSN_LIB_LOAD                                                                              \
-    0x80u /* replays with libloads=loops: a library's plain load, no wait loop                     \
-           */
+/* replays with libloads= (plugin_lib_rule): a library's plain load outside a wait loop */
+#define INSN_LIB_LOAD 0x80u
 
 /* A translation block: its length, and its memory instructions in order. */
 typedef struct tb_info {
     uint32_t n;
-    uint32_t lib; /* libloads=loops: library code, its loads watched in wait loops only */
+    uint32_t lib; /* plugin_lib_rule: library code, its loads watched in wait loops only */
     uint64_t pc;
     insn_info *first_mem;
 } tb_info;
@@ -143,14 +142,6 @@ typedef struct plugin_config {
 } plugin_config;
 
 enum { LIB_LOADS_ALL, LIB_LOADS_LOOPS, LIB_LOADS_SKIP };
-/* A replay's libloads=loops: libraries' plain loads outside wait loops are
- * not watched for spinning, and a lazy run does not call them back at all
- * (in a real program most of its accesses: a PCT run of pigz took 1.7
- * times as long with them, results/bench-replay-real.md). The program's
- * own code is watched whole. Both kinds of run apply the same rule, so a
- * seed schedules the same with --save-trace or without. It needs the code
- * map (plugin_sched.c) to tell the libraries' code. */
-static inline int plugin_lib_rule(void);
 /* Does a replay neither watch nor record libraries' plain loads outside
  * wait loops, so that they need no callback? */
 static inline int plugin_lib_loads_unseen(const plugin_config *c)
@@ -304,6 +295,13 @@ typedef struct plugin {
 
 extern plugin g_plugin;
 
+/* A replay's libloads=loops: libraries' plain loads outside wait loops are
+ * not watched for spinning, and a lazy run does not call them back at all
+ * (in a real program most of its accesses: a PCT run of pigz took 1.7
+ * times as long with them, results/bench-replay-real.md). The program's
+ * own code is watched whole. Both kinds of run apply the same rule, so a
+ * seed schedules the same with --save-trace or without. It needs the code
+ * map (plugin_sched.c) to tell the libraries' code. */
 static inline int plugin_lib_rule(void)
 {
     return g_plugin.cfg.lib_loads != LIB_LOADS_ALL && g_plugin.sched.policy &&
