@@ -265,34 +265,6 @@ static int plugin_reads_observed(void)
            g_plugin.server.on || g_plugin.spec.on;
 }
 
-/* Does the block close a loop that may wait: end in a branch back over at
- * most cfg.wait_loop_bytes, with no store but to its stack? A store in the loop
- * is progress (the spin watch starts over at every one), so only such a
- * block's loads can show a spinner; its loop's earlier blocks need not. */
-static int tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n)
-{
-    if (n == 0)
-        return 0;
-    struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
-    uint32_t w;
-    uint64_t pc = qemu_plugin_insn_vaddr(last), target;
-    if (qemu_plugin_insn_size(last) != 4)
-        return 0;
-    memcpy(&w, qemu_plugin_insn_data(last), 4);
-    if (!insn_jump_target(w, pc, &target) || target > pc ||
-        target + g_plugin.cfg.wait_loop_bytes < pc || !g_plugin.cfg.wait_loop_bytes)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
-        if (qemu_plugin_insn_size(insn) != 4)
-            continue;
-        memcpy(&w, qemu_plugin_insn_data(insn), 4);
-        if (insn_is_load_store(w) && (insn_classify(w) & (INSN_STORE | INSN_SP_BASE)) == INSN_STORE)
-            return 0;
-    }
-    return 1;
-}
-
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
@@ -317,7 +289,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     int stack_unobserved = plugin_stack_unobserved();
     ti->pc = n ? qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0)) : 0;
     ti->lib = plugin_lib_rule() && !sched_own_pc(ti->pc);
-    int lib_rule = ti->lib && !tb_closes_wait_loop(tb, n);
+    int lib_rule = ti->lib && !insn_tb_closes_wait_loop(tb, n);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         if (qemu_plugin_insn_size(insn) != 4)

@@ -3,6 +3,7 @@
  * (qemu-user never frees translations while it runs, and neither do we). */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugin_state.h"
 
@@ -106,4 +107,32 @@ uint32_t insn_classify(uint32_t w)
     if (is_store(w))
         f |= INSN_STORE;
     return f;
+}
+
+/* Does the block close a loop that may wait: end in a branch back over at
+ * most cfg.wait_loop_bytes, with no store but to its stack? A store in the loop
+ * is progress (the spin watch starts over at every one), so only such a
+ * block's loads can show a spinner; its loop's earlier blocks need not. */
+int insn_tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n)
+{
+    if (n == 0)
+        return 0;
+    struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
+    uint32_t w;
+    uint64_t pc = qemu_plugin_insn_vaddr(last), target;
+    if (qemu_plugin_insn_size(last) != 4)
+        return 0;
+    memcpy(&w, qemu_plugin_insn_data(last), 4);
+    if (!insn_jump_target(w, pc, &target) || target > pc ||
+        target + g_plugin.cfg.wait_loop_bytes < pc || !g_plugin.cfg.wait_loop_bytes)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        if (qemu_plugin_insn_size(insn) != 4)
+            continue;
+        memcpy(&w, qemu_plugin_insn_data(insn), 4);
+        if (insn_is_load_store(w) && (insn_classify(w) & (INSN_STORE | INSN_SP_BASE)) == INSN_STORE)
+            return 0;
+    }
+    return 1;
 }

@@ -317,6 +317,9 @@ uint32_t insn_classify(uint32_t w); /* INSN_* flags but GATED */
 int insn_branch_target(uint32_t w, uint64_t pc, uint64_t *target);
 /* B, B.cond, CBZ/CBNZ or TBZ/TBNZ: 1 and its target, or 0. */
 int insn_jump_target(uint32_t w, uint64_t pc, uint64_t *target);
+/* Does the block close a short loop with no store but to its stack (one
+ * that may wait: its loads can show a spinner)? */
+int insn_tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n);
 
 /* plugin_fault.c */
 /* At each translation: learns where guest memory sits in the host's, and
