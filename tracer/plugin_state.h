@@ -15,6 +15,7 @@
 #include "weft/platform.h"
 #include "weft/trace.h"
 
+#include "insn_decode.h"
 #include "spec_shadow.h"
 
 #define PLUGIN_MAX_VCPUS WEFT_TRACE_BUF_SLOTS
@@ -38,11 +39,8 @@ typedef struct insn_info {
     const char *callee;     /* INSN_CALL: the synchronization function called */
 } insn_info;
 
-#define INSN_ATOMIC 0x1u      /* exclusive, acquire/release, LSE or CAS: always a gate */
-#define INSN_RMW 0x2u         /* LSE atomic or CAS: one read-modify-write event */
-#define INSN_SP_BASE 0x4u     /* addressed from SP: the thread's own stack */
+/* insn_decode.h's flags, and the plugin's: */
 #define INSN_GATED 0x8u       /* has a gate */
-#define INSN_STORE 0x10u      /* writes memory */
 #define INSN_CALL 0x20u       /* the program calls a synchronization function: a visible point */
 #define INSN_UNOBSERVED 0x40u /* no callback: a plain load nobody reads, or a stack access */
 /* replays with libloads= (plugin_lib_rule): a library's plain load outside a wait loop */
@@ -310,15 +308,6 @@ static inline int plugin_lib_rule(void)
 
 /* plugin_insn.c */
 void *plugin_arena_alloc(size_t n);
-int insn_is_load_store(uint32_t w);
-uint32_t insn_classify(uint32_t w); /* INSN_* flags but GATED */
-/* B or BL with a 26-bit word offset (a call, or a tail call at -O2): 1 and
- * its target, or 0. */
-int insn_branch_target(uint32_t w, uint64_t pc, uint64_t *target);
-/* B, B.cond, CBZ/CBNZ or TBZ/TBNZ: 1 and its target, or 0. */
-int insn_jump_target(uint32_t w, uint64_t pc, uint64_t *target);
-/* Does the block close a short loop with no store but to its stack (one
- * that may wait: its loads can show a spinner)? */
 int insn_tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n);
 
 /* plugin_fault.c */

@@ -1,0 +1,117 @@
+/* The plugin's AArch64 decoding: the registers an instruction writes, and
+ * which loop-closing blocks may wait (a spin re-reads one word) and which
+ * scan (their loads' address registers change). The words were assembled
+ * with GNU as; each block ends with its branch back to the first word. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "insn_decode.h"
+
+#define X(n) (1u << (n))
+#define N(a) (sizeof(a) / sizeof *(a))
+
+/* A block at 0x1000: does it close a wait loop within 64 bytes? */
+static int waits(const uint32_t *w, size_t n)
+{
+    return insn_closes_wait_loop(w, n, 0x1000 + 4 * (n - 1), 64);
+}
+
+static void test_writes(void **state)
+{
+    (void)state;
+    assert_int_equal(insn_writes(0xb9400001), X(1));               /* ldr w1, [x0] */
+    assert_int_equal(insn_writes(0x38401401), X(1) | X(0));        /* ldrb w1, [x0], #1 */
+    assert_int_equal(insn_writes(0xf8408c61), X(1) | X(3));        /* ldr x1, [x3, #8]! */
+    assert_int_equal(insn_writes(0xa8c10861), X(1) | X(2) | X(3)); /* ldp x1, x2, [x3], #16 */
+    assert_int_equal(insn_writes(0x4cdf7000), X(0));               /* ld1 {v0.16b}, [x0], #16 */
+    assert_int_equal(insn_writes(0xb9000041), 0);                  /* str w1, [x2] */
+    assert_int_equal(insn_writes(0x8b040102), X(2));               /* add x2, x8, x4 */
+    assert_int_equal(insn_writes(0x6b0a00bf), 0);     /* cmp w5, w10: the zero register */
+    assert_int_equal(insn_writes(0x97ffffe8), X(30)); /* bl: the link */
+    assert_int_equal(insn_writes(0x35ffffe1), 0);     /* cbnz w1 */
+    assert_int_equal(insn_writes(0x54ffff61), 0);     /* b.ne */
+    assert_int_equal(insn_writes(0x88dffc01), X(1));  /* ldar w1, [x0] */
+    assert_int_equal(insn_address_regs(0x3867c845), X(2) | X(7)); /* ldrb w5, [x2, w7, sxtw] */
+    assert_int_equal(insn_address_regs(0x18000000), 0);           /* ldr w0, <literal> */
+}
+
+static void test_waits(void **state)
+{
+    (void)state;
+    /* glibc's pthread_spin_lock: ldr w1, [x0]; cbnz w1, back */
+    static const uint32_t spin[] = {0xb9400001, 0x35ffffe1};
+    assert_true(waits(spin, N(spin)));
+    /* a pointer read first: ldr x1, [x19]; ldr w0, [x1]; cbz w0, back */
+    static const uint32_t two[] = {0xf9400261, 0xb9400020, 0x34ffffc0};
+    assert_true(waits(two, N(two)));
+    /* a call in the loop: bl f; ldr w0, [x19]; cbz w0, back */
+    static const uint32_t call[] = {0x97ffffe8, 0xb9400260, 0x34ffffc0};
+    assert_true(waits(call, N(call)));
+    /* a literal: ldr w0, <itself>; cbz w0, back */
+    static const uint32_t lit[] = {0x18000000, 0x34ffffe0};
+    assert_true(waits(lit, N(lit)));
+    /* ldar w1, [x0]; tbnz w1, #0, back */
+    static const uint32_t ldar[] = {0x88dffc01, 0x3707ffe1};
+    assert_true(waits(ldar, N(ldar)));
+    /* a spill to its stack is no progress: str w1, [sp, #8]; ldr w2, [x0]; cbnz w2, back */
+    static const uint32_t spill[] = {0xb9000be1, 0xb9400002, 0x35ffffc2};
+    assert_true(waits(spill, N(spill)));
+}
+
+static void test_scans(void **state)
+{
+    (void)state;
+    /* zlib's longest_match, its chain: mov w4, w1; sxtw x3, w7; add x2, x8, x4;
+     * ldrb w5, [x2, w7, sxtw]; cmp w5, w10; b.ne back */
+    static const uint32_t chain[] = {0x2a0103e4, 0x93407ce3, 0x8b040102,
+                                     0x3867c845, 0x6b0a00bf, 0x54ffff61};
+    assert_false(waits(chain, N(chain)));
+    /* post-indexed: ldrb w1, [x0], #1; cbnz w1, back */
+    static const uint32_t scan[] = {0x38401401, 0x35ffffe1};
+    assert_false(waits(scan, N(scan)));
+    /* an index: ldr w2, [x0, x1, lsl #2]; add x1, x1, #1; cmp w2, #0; b.eq back */
+    static const uint32_t idx[] = {0xb8617802, 0x91000421, 0x7100005f, 0x54ffffa0};
+    assert_false(waits(idx, N(idx)));
+    /* pre-indexed, a pair: ldr x1, [x3, #8]!; ldp x1, x2, [x3], #16 */
+    static const uint32_t pre[] = {0xf8408c61, 0xb5ffffe1};
+    assert_false(waits(pre, N(pre)));
+    static const uint32_t pair[] = {0xa8c10861, 0xb5ffffe1};
+    assert_false(waits(pair, N(pair)));
+    /* a list walked: ldr x0, [x0]; cbnz x0, back */
+    static const uint32_t chase[] = {0xf9400000, 0xb5ffffe0};
+    assert_false(waits(chase, N(chase)));
+    /* a store is progress: ldr w1, [x0]; str w1, [x2]; cbnz w1, back */
+    static const uint32_t st[] = {0xb9400001, 0xb9000041, 0x35ffffc1};
+    assert_false(waits(st, N(st)));
+    /* only its stack read: ldr w1, [sp, #8]; cbnz w1, back */
+    static const uint32_t sp[] = {0xb9400be1, 0x35ffffe1};
+    assert_false(waits(sp, N(sp)));
+}
+
+static void test_branch(void **state)
+{
+    (void)state;
+    static const uint32_t spin[] = {0xb9400001, 0x35ffffe1};
+    /* no further back than allowed, and 0 allows none */
+    assert_false(insn_closes_wait_loop(spin, 2, 0x1004, 2));
+    assert_false(insn_closes_wait_loop(spin, 2, 0x1004, 0));
+    /* forward: ldr w1, [x0]; cbnz w1, +8 */
+    static const uint32_t fwd[] = {0xb9400001, 0x35000041};
+    assert_false(waits(fwd, N(fwd)));
+    assert_false(insn_closes_wait_loop(spin, 0, 0x1000, 64));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_writes),
+        cmocka_unit_test(test_scans),
+        cmocka_unit_test(test_waits),
+        cmocka_unit_test(test_branch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
