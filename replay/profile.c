@@ -206,13 +206,13 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
      * guest that spins for the whole time limit does not write gigabytes
      * here. A run that counts steps goes on to the end, recording no more
      * after ten million events, and like a campaign's runs it neither
-     * watches nor records the libraries' loads outside wait loops
-     * (libloads, replay_run_args): its trace is read only if it dies before
-     * its record, for the steps, which those loads never are. */
+     * watches nor records the libraries' stores and their loads outside
+     * wait loops (libaccess, replay_run_args): its trace is read only if it
+     * dies before its record, for the steps, which those never are. */
     al += how & ROUND_LEARN ? (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu",
                                                (unsigned long long)c->learn_bytes)
                             : (size_t)snprintf(args + al, sizeof args - al,
-                                               ",maxev=%llu,libloads=skip", 10000000ull);
+                                               ",maxev=%llu,libaccess=skip", 10000000ull);
     snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
     guest_result r = {0};
     uint32_t flags = 0;

@@ -88,7 +88,7 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
 int replay_run_args(const replay_config *c, char *buf, size_t len)
 {
     size_t n = strlen(buf);
-    n += (size_t)snprintf(buf + n, len - n, ",sync=0,maxsize=0,maxev=%llu,libloads=loops%s",
+    n += (size_t)snprintf(buf + n, len - n, ",sync=0,maxsize=0,maxev=%llu,libaccess=loops%s",
                           REPLAY_RUN_MAX_EVENTS, c->save_trace ? "" : ",lazy=1");
     return n < len ? 0 : -1;
 }

@@ -61,6 +61,8 @@ static void tb_exec_bound(vcpu_state *v, void *udata)
     v->offset += weft_platform_block_start(p, v->pe, now, may_wait && v->begun) - now;
     if (!ti->lib)
         v->lib_blocks = 0; /* the program's own code: its loads are watched */
+    else if (ti->lib_store)
+        plugin_spin_progress(v); /* its stores are not watched one by one */
     else if (++v->lib_blocks >= SPIN_LIB_BLOCKS && v->begun && g_plugin.sched.policy)
         plugin_spin_lib_blocks(v, ti, vcpu_cycles_at(v, v->tb_base));
 }
@@ -202,7 +204,8 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
     default:
         break;
     }
-    if (g_plugin.sched.policy && !(flags & WEFT_EVF_STACK) && !(ii->flags & INSN_LIB_LOAD))
+    if (g_plugin.sched.policy && !(flags & WEFT_EVF_STACK) &&
+        !(ii->flags & (INSN_LIB_LOAD | INSN_LIB_STORE)))
         plugin_spin_watch(v, ii->pc, vaddr, store || (ii->flags & INSN_RMW),
                           vcpu_cycles_at(v, v->tb_base + ii->index));
     if ((ii->flags & INSN_GATED) && plugin_pos_bookkeeping()) {
@@ -336,10 +339,15 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_gate, QEMU_PLUGIN_CB_NO_REGS, ii);
         }
         int plain = !(ii->flags & (INSN_ATOMIC | INSN_RMW));
-        if (plain && lib_rule && !gate && !(ii->flags & (INSN_STORE | INSN_SP_BASE)) &&
-            !sched_own_pc(pc)) {
-            ii->flags |= INSN_LIB_LOAD;
-            if (plugin_lib_loads_unseen(&g_plugin.cfg)) {
+        if (plain && ti->lib && !gate && !(ii->flags & INSN_SP_BASE) && !sched_own_pc(pc) &&
+            ((ii->flags & INSN_STORE) || lib_rule)) {
+            if (ii->flags & INSN_STORE) {
+                ii->flags |= INSN_LIB_STORE;
+                ti->lib_store = 1;
+            } else {
+                ii->flags |= INSN_LIB_LOAD;
+            }
+            if (plugin_lib_accesses_unseen(&g_plugin.cfg)) {
                 ii->flags |= INSN_UNOBSERVED;
                 continue;
             }
@@ -444,12 +452,12 @@ static int parse_run_arg(plugin_config *c, const char *k, const char *val)
         c->not_durable = !x;
     else if (!strcmp(k, "lazy") && num && x <= 1)
         c->summary_only = (int)x;
-    else if (!strcmp(k, "libloads") && !strcmp(val, "all"))
-        c->lib_loads = LIB_LOADS_ALL;
-    else if (!strcmp(k, "libloads") && !strcmp(val, "loops"))
-        c->lib_loads = LIB_LOADS_LOOPS;
-    else if (!strcmp(k, "libloads") && !strcmp(val, "skip"))
-        c->lib_loads = LIB_LOADS_SKIP;
+    else if (!strcmp(k, "libaccess") && !strcmp(val, "all"))
+        c->lib_access = LIB_ACCESS_ALL;
+    else if (!strcmp(k, "libaccess") && !strcmp(val, "loops"))
+        c->lib_access = LIB_ACCESS_LOOPS;
+    else if (!strcmp(k, "libaccess") && !strcmp(val, "skip"))
+        c->lib_access = LIB_ACCESS_SKIP;
     else if (!strcmp(k, "errfd") && num && x >= 3 && x < 65536)
         c->errfd = (int)x;
     else if (!strcmp(k, "inject"))

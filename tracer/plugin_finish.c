@@ -156,9 +156,8 @@ void plugin_finish(uint32_t extra_flags)
 int plugin_open_writer(char *err, size_t errlen)
 {
     g_plugin.meta.settings = g_plugin.cfg.settings;
-    if (plugin_lib_loads_unseen(&g_plugin.cfg) && plugin_lib_rule())
-        g_plugin.meta.settings.record |=
-            WEFT_RECORD_FEW_LIB_READS; /* plugin.c: lib_loads_skipped */
+    if (plugin_lib_accesses_unseen(&g_plugin.cfg) && plugin_lib_rule())
+        g_plugin.meta.settings.record |= WEFT_RECORD_FEW_LIB_READS | WEFT_RECORD_NO_LIB_WRITES;
     g_plugin.writer = weft_trace_writer_open(g_plugin.cfg.out, &g_plugin.meta, err, errlen);
     if (!g_plugin.writer)
         return -1;

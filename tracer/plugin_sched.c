@@ -363,10 +363,10 @@ int sched_load_code(const char *binary, char *err, size_t errlen)
 {
     sched_state *s = &g_plugin.sched;
     atomic_store(&s->bias, INT64_MIN);
-    /* Visible points need the map; libloads= only uses it to tell the
+    /* Visible points need the map; libaccess= only uses it to tell the
      * libraries' loads, and does without when it cannot be built. */
     int visible = s->points == POINTS_VISIBLE;
-    if (!s->requested || (!visible && g_plugin.cfg.lib_loads == LIB_LOADS_ALL))
+    if (!s->requested || (!visible && g_plugin.cfg.lib_access == LIB_ACCESS_ALL))
         return 0;
     weft_symbols *syms = weft_symbols_open(binary, err, errlen);
     if (!syms)

@@ -51,10 +51,7 @@ void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uin
     weft_platform *p = g_plugin.platform;
     v->last_gated_pc = pc;
     if (write) {
-        v->spin_loads = 0;
-        v->nspin = 0;
-        v->lib_blocks = 0;
-        weft_platform_progress(p, v->pe);
+        plugin_spin_progress(v);
         return;
     }
     uint64_t sw = weft_platform_handoffs(p);
@@ -77,6 +74,14 @@ void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uin
         v->spin_loads = 0;
         spin_demote(v, pc, cycles);
     }
+}
+
+void plugin_spin_progress(vcpu_state *v)
+{
+    v->spin_loads = 0;
+    v->nspin = 0;
+    v->lib_blocks = 0;
+    weft_platform_progress(g_plugin.platform, v->pe);
 }
 
 void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles)

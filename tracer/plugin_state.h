@@ -43,13 +43,16 @@ typedef struct insn_info {
 #define INSN_GATED 0x8u       /* has a gate */
 #define INSN_CALL 0x20u       /* the program calls a synchronization function: a visible point */
 #define INSN_UNOBSERVED 0x40u /* no callback: a plain load nobody reads, or a stack access */
-/* replays with libloads= (plugin_lib_rule): a library's plain load outside a wait loop */
+/* replays with libaccess= (plugin_lib_rule): a library's plain load outside a
+ * wait loop, and any plain store of a library (its block counts the progress) */
 #define INSN_LIB_LOAD 0x80u
+#define INSN_LIB_STORE 0x100u
 
 /* A translation block: its length, and its memory instructions in order. */
 typedef struct tb_info {
     uint32_t n;
-    uint32_t lib; /* plugin_lib_rule: library code, its loads watched in wait loops only */
+    uint32_t lib;       /* plugin_lib_rule: library code, its loads watched in wait loops only */
+    uint32_t lib_store; /* ... with a plain store outside its stack: progress */
     uint64_t pc;
     insn_info *first_mem;
 } tb_info;
@@ -83,7 +86,7 @@ typedef struct vcpu_state {
      * and the few addresses they read. */
     uint64_t spin_sw, spin_loads, spin_addr[4], last_gated_pc;
     unsigned nspin;
-    /* ... and library blocks run in a row with no such write (libloads=loops) */
+    /* ... and library blocks run in a row with no such write (libaccess=loops) */
     uint64_t lib_sw, lib_blocks;
     /* POS: what the thread touched at its last point, and where each gated
      * pc went last time (a direct-mapped guess of a pending access). */
@@ -131,20 +134,22 @@ typedef struct plugin_config {
     uint64_t min_free;    /* ... or when its file system has less free (0: never) */
     int not_durable;      /* sync=0: the trace is not fsynced (a campaign's run) */
     int summary_only; /* lazy=1: no events in the trace unless the run deadlocked or livelocked */
-    /* libloads=loops: a replay watches libraries' plain loads in wait loops
-     * only (a lazy run does not see the others); skip: nor does it record
-     * them (profiling's counting runs) */
-    int lib_loads;
+    /* libaccess=loops: a replay watches libraries' plain loads in wait loops
+     * only, and counts their plain stores as progress by block (a lazy run
+     * does not see the others); skip: nor does it record them (profiling's
+     * counting runs) */
+    int lib_access;
     uint64_t wait_loop_bytes; /* ... those closed by a branch back over at most this */
     int errfd;                /* errfd=N: weft's copy of qemu's stderr, or -1 */
 } plugin_config;
 
-enum { LIB_LOADS_ALL, LIB_LOADS_LOOPS, LIB_LOADS_SKIP };
-/* Does a replay neither watch nor record libraries' plain loads outside
- * wait loops, so that they need no callback? */
-static inline int plugin_lib_loads_unseen(const plugin_config *c)
+enum { LIB_ACCESS_ALL, LIB_ACCESS_LOOPS, LIB_ACCESS_SKIP };
+/* Does a replay neither watch nor record libraries' plain stores and their
+ * plain loads outside wait loops, so that they need no callback? */
+static inline int plugin_lib_accesses_unseen(const plugin_config *c)
 {
-    return c->lib_loads == LIB_LOADS_SKIP || (c->lib_loads == LIB_LOADS_LOOPS && c->summary_only);
+    return c->lib_access == LIB_ACCESS_SKIP ||
+           (c->lib_access == LIB_ACCESS_LOOPS && c->summary_only);
 }
 
 /* Replays: which plain accesses are schedule points. */
@@ -293,16 +298,17 @@ typedef struct plugin {
 
 extern plugin g_plugin;
 
-/* A replay's libloads=loops: libraries' plain loads outside wait loops are
- * not watched for spinning, and a lazy run does not call them back at all
- * (in a real program most of its accesses: a PCT run of pigz took 1.7
- * times as long with them, results/bench-replay-real.md). The program's
- * own code is watched whole. Both kinds of run apply the same rule, so a
- * seed schedules the same with --save-trace or without. It needs the code
- * map (plugin_sched.c) to tell the libraries' code. */
+/* A replay's libaccess=loops: libraries' plain loads outside wait loops are
+ * not watched for spinning, their plain stores are progress by block (the
+ * spin watch starts over when a block with one starts), and a lazy run
+ * calls back neither (in a real program most of its accesses: zlib's,
+ * libbz2's, liblzma's; results/bench-replay-real.md). The program's own
+ * code is watched whole. Both kinds of run apply the same rule, so a seed
+ * schedules the same with --save-trace or without. It needs the code map
+ * (plugin_sched.c) to tell the libraries' code. */
 static inline int plugin_lib_rule(void)
 {
-    return g_plugin.cfg.lib_loads != LIB_LOADS_ALL && g_plugin.sched.policy &&
+    return g_plugin.cfg.lib_access != LIB_ACCESS_ALL && g_plugin.sched.policy &&
            g_plugin.sched.have_code;
 }
 
@@ -373,7 +379,10 @@ uint64_t plugin_inject_at_gate(vcpu_state *v, uint64_t cycles, uint64_t pc);
 void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uint64_t cycles);
 /* Replays: the thread yielded (sched_yield, nanosleep, YIELD, WFE). */
 void plugin_spin_yield(vcpu_state *v);
-/* With libloads=loops a library's loads are watched only in the blocks that
+/* Replays: the thread wrote outside its stack (a spin watch's write, or a
+ * library block with a store starting): whoever waits may go on. */
+void plugin_spin_progress(vcpu_state *v);
+/* With libaccess=loops a library's loads are watched only in the blocks that
  * close a short loop, and a wait loop of several blocks whose last one
  * reads nothing would go unseen: this many library blocks in a row with no
  * write outside the stack (about 10 ms of the guest) also count as a spin.

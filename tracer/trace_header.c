@@ -108,9 +108,7 @@ size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint32_t
     for (uint32_t i = 0; i < m->argc; i++)
         gb_str(&b, m->argv ? m->argv[i] : NULL);
     if (version >= 2) {
-        gb_u32(&b, s->record & WEFT_RECORD_ALL
-                       ? s->record & (WEFT_RECORD_ALL | WEFT_RECORD_FEW_LIB_READS)
-                       : WEFT_RECORD_ALL);
+        gb_u32(&b, s->record & WEFT_RECORD_ALL ? s->record & WEFT_RECORD_FLAGS : WEFT_RECORD_ALL);
         gb_u32(&b, zstd_level);
     }
     uint8_t *crcp = gb_room(&b, 4);
@@ -227,8 +225,7 @@ int trc_header_parse(const uint8_t *buf, size_t len, weft_trace_meta *m, char *w
     if (m->version >= 2) {
         s->record = cur_u32(&c);
         m->zstd_level = cur_u32(&c);
-        if (!c.bad && (!(s->record & WEFT_RECORD_ALL) ||
-                       s->record & ~(WEFT_RECORD_ALL | WEFT_RECORD_FEW_LIB_READS))) {
+        if (!c.bad && (!(s->record & WEFT_RECORD_ALL) || s->record & ~WEFT_RECORD_FLAGS)) {
             trc_seterr(why, whylen, "corrupt header (recorded events 0x%x)", s->record);
             trc_meta_free(m);
             return -1;

@@ -299,6 +299,8 @@ static void print_header(weft_trace *t, FILE *out)
     if (st->record & WEFT_RECORD_FEW_LIB_READS)
         fprintf(out, "recorded       libraries' plain loads only in blocks closing a wait loop "
                      "(a replay run's)\n");
+    if (st->record & WEFT_RECORD_NO_LIB_WRITES)
+        fprintf(out, "recorded       no plain stores of the libraries (a replay run's)\n");
     static const char *const flag_names[] = {"complete",  "truncated", "crashed",
                                              "timed-out", "deadlock",  "stopped",
                                              "livelock",  "unordered", "summary-only"};

@@ -47,9 +47,11 @@ same segv --sched pct --depth 1 --points none --runs 6 --expect-exit 139 -- \
   "$WEFT_FIXTURES/fail_segv"
 same spin --sched random --depth 1 --points none --runs 4 -- "$WEFT_FIXTURES/fail_spin"
 same paper_mm --sched ppct --depth 2 --runs 12 -- "$WEFT_FIXTURES/paper_mm"
-# A lazy run does not see the library's loads outside wait loops at all, one
-# with --save-trace sees them but does not watch them: the same schedules.
+# A lazy run does not see the library's loads outside wait loops nor its
+# stores at all, one with --save-trace sees them but does not watch them
+# (the stores are progress by block): the same schedules.
 same spinlock --sched pct --depth 3 --runs 12 -- "$WEFT_FIXTURES/spinlock_ok"
+same poll --sched pct --depth 3 --runs 6 -- "$WEFT_FIXTURES/poll_ok"
 same plain --no-fork-server --sched pct --depth 2 --runs 8 -- "$WEFT_FIXTURES/lost_update"
 # Every learning run stopped at its 2 KiB limit, four rounds.
 same learn --learn-size 2K --sched pct --depth 2 --runs 8 -- "$WEFT_FIXTURES/wsq"

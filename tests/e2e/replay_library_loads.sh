@@ -1,11 +1,14 @@
 # A campaign's runs watch the C library's plain loads for spinning only in
-# the blocks that close a short loop (libloads=loops, docs/replay.md
-# "Spinning"): glibc's pthread_spin_lock, spinning on a preempted holder, is
-# still seen and demoted; with no block taken for a wait loop
-# (WEFT_WAIT_LOOP_BYTES=0, a test's knob) the count of library blocks run
-# without a write catches it. Without either, the spinner keeps the token
-# until --timeout. The flag in a lazy run's trace header says what it left
-# out; profiling's counting runs leave them out too, its learning runs not.
+# the blocks that close a short loop re-reading one word (libaccess=loops,
+# docs/replay.md "Spinning"): glibc's pthread_spin_lock, spinning on a
+# preempted holder, is still seen and demoted; with no block taken for a
+# wait loop (WEFT_WAIT_LOOP_BYTES=0, a test's knob) the count of library
+# blocks run without a write catches it. Without either, the spinner keeps
+# the token until --timeout. The library's stores count as progress by
+# block: poll_ok's workers, re-reading a setting with a memset between two
+# reads, are never taken for spinners. The flags in a lazy run's trace
+# header say what it left out; profiling's counting runs leave them out
+# too, its learning runs not.
 source "$(dirname "$0")/lib.sh"
 
 # spin NAME POINTS [ENV...]: a PCT campaign of spinlock_ok; every run passes
@@ -24,6 +27,15 @@ spin loops visible
 spin blocks visible WEFT_WAIT_LOOP_BYTES=0 WEFT_GUEST_ENV=WEFT_WAIT_LOOP_BYTES
 # --points shared: the library's atomics are points, its other loads as above.
 spin shared shared
+# A store inside the library between two reads is progress: no demotion
+# (no starvation overrides either, so that any override is one).
+run_status st "$WEFT" replay --sched pct --depth 3 --runs 6 --jobs 2 --starvation 0 --timeout 60 -q \
+  --output "$work/poll" -- "$WEFT_FIXTURES/poll_ok" >/dev/null 2>"$work/poll.log"
+check "poll: every run passes (status $st)" \
+  test "$st $(jq -r .verdict "$work/poll/runs.jsonl" | sort -u | tr '\n' ' ')" = "0 pass "
+check "poll: no run demoted a worker (overrides $(jq -r .overrides "$work/poll/runs.jsonl" | xargs))" \
+  test "$(jq -s 'map(.overrides) | add' "$work/poll/runs.jsonl")" = 0
+
 # Which watch relieved the spinner shows in virtual time: 1000 loads of the
 # loop are a few thousand cycles, 2^20 library blocks over two million.
 longest() { jq -s 'map(.makespan_ns) | max' "$work/$1/runs.jsonl"; }
@@ -33,7 +45,7 @@ check "blocks: seen by the block count (longest run $(longest blocks) ns)" test 
 # One run as weft starts it, lazy and not: the header of the lazy one says
 # libraries' loads were left out, the other recorded them.
 plugin="${WEFT_PLUGIN:-$(dirname "$WEFT")/../tracer/libweft-tracer.so}"
-args="sched=pct,seed=3,depth=2,steps=200,nthreads=3,points=visible,sync=0,libloads=loops,argi=3"
+args="sched=pct,seed=3,depth=2,steps=200,nthreads=3,points=visible,sync=0,libaccess=loops,argi=3"
 for mode in lazy full; do
   extra=""
   [ "$mode" = lazy ] && extra=",lazy=1"
@@ -44,6 +56,7 @@ for mode in lazy full; do
 done
 check "lazy: the header says libraries' loads were left out" \
   grep -q "^recorded *libraries' plain loads only in blocks closing a wait loop" "$work/lazy.info"
+check "lazy: ... and their stores" grep -q "^recorded *no plain stores of the libraries" "$work/lazy.info"
 check "full: every load recorded" test -z "$(grep '^recorded' "$work/full.info")"
 
 # Profiling: a learning run records every load (its races choose the

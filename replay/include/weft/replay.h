@@ -144,9 +144,10 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
  * no size limit but REPLAY_RUN_MAX_EVENTS, and without --save-trace keeps no
  * event unless the run deadlocks or livelocks (lazy=1: weft reads the
  * outcome from the footer, the events only to say who waits on what), and
- * watches libraries' plain loads for spinning only in wait loops
- * (libloads=loops; lazy runs do not see the others at all). Profiling runs
- * leave it out: their races need every load. */
+ * watches libraries' plain loads for spinning only in wait loops and their
+ * plain stores by block (libaccess=loops; lazy runs do not see the others
+ * nor the stores at all). Profiling's learning runs leave it out: their
+ * races need every access. */
 int replay_run_args(const replay_config *c, char *buf, size_t len);
 
 /* Shell command reproducing one seed of this config. */

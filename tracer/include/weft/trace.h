@@ -79,10 +79,12 @@ typedef enum weft_trace_filter {
 #define WEFT_RECORD_WRITES 0x2u /* plain stores */
 #define WEFT_RECORD_SYNC 0x4u   /* atomics, exclusives, acquire/release, syscalls, threads */
 #define WEFT_RECORD_ALL 0x7u
-/* A lazy replay run (libloads=loops) or a counting one (libloads=skip): of
+/* A lazy replay run (libaccess=loops) or a counting one (libaccess=skip): of
  * the plain loads outside the program's own code, only those of blocks
- * closing a wait loop. */
+ * closing a wait loop; and none of the plain stores there. */
 #define WEFT_RECORD_FEW_LIB_READS 0x8u
+#define WEFT_RECORD_NO_LIB_WRITES 0x10u
+#define WEFT_RECORD_FLAGS (WEFT_RECORD_ALL | WEFT_RECORD_FEW_LIB_READS | WEFT_RECORD_NO_LIB_WRITES)
 
 typedef struct weft_trace_settings {
     uint32_t mode;         /* weft_trace_mode */
