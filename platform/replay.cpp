@@ -368,6 +368,16 @@ uint64_t weft_platform_block_start(weft_platform *p, int pe, uint64_t cycles, in
     return cycles;
 }
 
+void weft_platform_block_fast(weft_platform *p, int pe, weft_block_fast *f)
+{
+    static_assert(sizeof(std::atomic<uint64_t>) == 8 && sizeof(std::atomic<int>) == 4 &&
+                      sizeof(std::atomic<uint32_t>) == 4,
+                  "the platform's atomics are C11's");
+    Slot &s = p->slots[pe];
+    *f = weft_block_fast{&s.bound, &p->holder,           &s.token,        &s.granted, &p->exiting,
+                         pe,       p->policy != nullptr, p->host_parallel};
+}
+
 void weft_platform_syscall_done(weft_platform *p, int pe)
 {
     p->slots[pe].in_syscall.store(0);

@@ -58,7 +58,8 @@ static void tb_exec_bound(vcpu_state *v, void *udata)
     v->cur_tb = ti;
     v->last_ii = NULL;
     uint64_t now = vcpu_cycles_at(v, v->tb_base);
-    v->offset += weft_platform_block_start(p, v->pe, now, may_wait && v->begun) - now;
+    if (!weft_block_runs_on(&v->fast, now, may_wait && v->begun))
+        v->offset += weft_platform_block_start(p, v->pe, now, 1) - now;
     if (!ti->lib)
         v->lib_blocks = 0; /* the program's own code: its loads are watched */
     else if (ti->lib_store)

@@ -102,9 +102,10 @@ typedef struct vcpu_state {
     const insn_info *last_ii;
     pid_t tid;
     size_t nbuf;
-    weft_event *buf;    /* lb->ev */
-    weft_trace_buf *lb; /* in the writer's crash-proof file, or private */
-    int lb_private;     /* lb is ours (calloc), not the writer's */
+    weft_event *buf;      /* lb->ev */
+    weft_trace_buf *lb;   /* in the writer's crash-proof file, or private */
+    int lb_private;       /* lb is ours (calloc), not the writer's */
+    weft_block_fast fast; /* the platform's block start, inline (its pe's) */
 } vcpu_state;
 
 /* Per guest thread (PE), for the trace's thread table. */

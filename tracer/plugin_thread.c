@@ -144,6 +144,7 @@ void plugin_bind_vcpu(vcpu_state *v)
     v->lb->base = g_plugin.threads[pe].events;
     __atomic_store_n(&v->lb->thread, (uint32_t)pe, __ATOMIC_RELEASE);
     v->tid = (pid_t)tid;
+    weft_platform_block_fast(g_plugin.platform, pe, &v->fast);
     v->pe = pe;
     v->begun = 0;
     v->tb_base = v->insns = 0;
