@@ -40,6 +40,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
 /* Marks itself busy only around what may block: this runs for every block. */
 static void tb_exec_bound(vcpu_state *v, void *udata)
 {
+    plugin_lib_settle(v);
     /* The parent's first block after the first clone: qemu flushed before it. */
     int pending = atomic_load_explicit(&g_plugin.tb_flush_pending, memory_order_acquire);
     if (pending == v->pe)
@@ -66,6 +67,7 @@ static void tb_exec_bound(vcpu_state *v, void *udata)
         plugin_spin_progress(v); /* its stores are not watched one by one */
     else if (++v->lib_blocks >= SPIN_LIB_BLOCKS && v->begun && g_plugin.sched.policy)
         plugin_spin_lib_blocks(v, ti, vcpu_cycles_at(v, v->tb_base));
+    plugin_lib_resync(v); /* it may have waited above */
 }
 
 static void tb_exec(unsigned int index, void *udata)
@@ -79,6 +81,7 @@ static void tb_exec(unsigned int index, void *udata)
         plugin_bind_vcpu(v);
         if (v->pe < 0)
             return;
+        plugin_lib_resync(v); /* its count starts here */
     }
     tb_exec_bound(v, udata);
 }
@@ -142,6 +145,7 @@ static void insn_gate(unsigned int index, void *udata)
     weft_platform_busy(g_plugin.platform, pe, 1);
     insn_gate_bound(v, udata);
     weft_platform_busy(g_plugin.platform, pe, -1);
+    plugin_lib_resync(v);
 }
 
 static void insn_yield(unsigned int index, void *udata)
@@ -153,6 +157,7 @@ static void insn_yield(unsigned int index, void *udata)
     weft_platform_busy(g_plugin.platform, v->pe, 1);
     plugin_spin_yield(v);
     weft_platform_busy(g_plugin.platform, v->pe, -1);
+    plugin_lib_resync(v);
 }
 
 static int in_ranges(uint64_t a)
@@ -206,9 +211,11 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
         break;
     }
     if (g_plugin.sched.policy && !(flags & WEFT_EVF_STACK) &&
-        !(ii->flags & (INSN_LIB_LOAD | INSN_LIB_STORE)))
+        !(ii->flags & (INSN_LIB_LOAD | INSN_LIB_STORE))) {
         plugin_spin_watch(v, ii->pc, vaddr, store || (ii->flags & INSN_RMW),
                           vcpu_cycles_at(v, v->tb_base + ii->index));
+        plugin_lib_resync(v); /* a demoted spinner may have waited */
+    }
     if ((ii->flags & INSN_GATED) && plugin_pos_bookkeeping()) {
         unsigned h = (unsigned)(ii->pc >> 2) & 63u;
         int acc = store || (ii->flags & INSN_RMW) ? PCT_ACCESS_WRITE : PCT_ACCESS_READ;
@@ -280,7 +287,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     ti->n = (uint32_t)n;
     insn_info **link = &ti->first_mem;
     plugin_fault_setup(tb);
-    qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, ti);
+    int any_cb = 0; /* an instruction's callback: the block's start has one too */
     int exact = g_plugin.cfg.settings.mode == WEFT_MODE_EXACT;
     /* A blamed access's neighbours in its block touch the same data often
      * (a racy statement's loads and stores): gating them with it saves a
@@ -307,6 +314,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         /* YIELD and WFE: the thread says it waits for another. */
         if ((w == 0xd503203fu || w == 0xd503205fu) && g_plugin.sched.policy) {
             qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_yield, QEMU_PLUGIN_CB_NO_REGS, NULL);
+            any_cb = 1;
             continue;
         }
         const char *callee;
@@ -318,6 +326,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
                                   .flags = INSN_CALL | INSN_GATED,
                                   .callee = callee};
                 qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_gate, QEMU_PLUGIN_CB_NO_REGS, ci);
+                any_cb = 1;
             }
             continue;
         }
@@ -338,6 +347,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         if (gate) {
             ii->flags |= INSN_GATED;
             qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_gate, QEMU_PLUGIN_CB_NO_REGS, ii);
+            any_cb = 1;
         }
         int plain = !(ii->flags & (INSN_ATOMIC | INSN_RMW));
         if (plain && ti->lib && !gate && !(ii->flags & INSN_SP_BASE) && !sched_own_pc(pc) &&
@@ -360,145 +370,15 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         }
         qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS,
                                          QEMU_PLUGIN_MEM_RW, ii);
+        any_cb = 1;
     }
-}
-
-/* Defaults of what the arguments may change: the ideal platform's (1 cycle
- * per instruction, 1 ns per cycle), free mode, every event but the
- * threads' own stacks. */
-static void config_defaults(plugin_config *c)
-{
-    c->settings.cpi = 1;
-    c->settings.ps_per_cycle = 1000;
-    c->settings.mode = WEFT_MODE_FREE;
-    c->settings.filter = WEFT_FILTER_NONSTACK;
-    c->settings.record = WEFT_RECORD_ALL;
-    snprintf(c->settings.policy, sizeof c->settings.policy, "ideal");
-    c->max_pes = 512;
-    c->stall_ms = 2000;
-    c->max_bytes = PLUGIN_MAX_BYTES;
-    c->min_free = PLUGIN_MIN_FREE;
-    const char *mf = getenv("WEFT_TRACE_MIN_FREE"); /* tests: a "nearly full" disk */
-    if (mf && plugin_parse_u64(mf, &c->min_free) != 0)
-        c->min_free = PLUGIN_MIN_FREE;
-    /* Wait loops are short: a spin on a flag is a load and a branch (glibc's
-     * pthread_spin_lock, two such blocks). Tests set 0 (no block closes
-     * one), leaving library spins to SPIN_LIB_BLOCKS. */
-    c->wait_loop_bytes = 64;
-    const char *wl = getenv("WEFT_WAIT_LOOP_BYTES");
-    if (wl && plugin_parse_u64(wl, &c->wait_loop_bytes) != 0)
-        c->wait_loop_bytes = 64;
-    c->argi = -1;
-    c->errfd = -1;
-}
-
-/* An argument that goes into the trace's settings (its header records
- * them, so a reader knows how the trace was made): 1 taken, 0 not one of
- * these, -1 bad (said on stderr). */
-static int parse_setting_arg(weft_trace_settings *s, const char *k, const char *val)
-{
-    uint64_t x = 0;
-    int num = plugin_parse_u64(val, &x) == 0;
-    if (!strcmp(k, "mode") && (!strcmp(val, "free") || !strcmp(val, "exact")))
-        s->mode = !strcmp(val, "exact") ? WEFT_MODE_EXACT : WEFT_MODE_FREE;
-    else if (!strcmp(k, "filter") && !strcmp(val, "all"))
-        s->filter = WEFT_FILTER_ALL;
-    else if (!strcmp(k, "filter") && !strcmp(val, "nonstack"))
-        s->filter = WEFT_FILTER_NONSTACK;
-    else if (!strcmp(k, "range") && s->nranges < WEFT_TRACE_MAX_RANGES) {
-        unsigned long long lo, hi;
-        if (sscanf(val, "%llx-%llx", &lo, &hi) != 2 || hi <= lo) {
-            fprintf(stderr, "weft-tracer: bad range '%s'\n", val);
-            return -1;
-        }
-        s->filter = WEFT_FILTER_RANGES;
-        s->range_lo[s->nranges] = lo;
-        s->range_hi[s->nranges++] = hi;
-    } else if (!strcmp(k, "cpi") && num && x >= 1 && x <= 1000000)
-        s->cpi = (uint32_t)x;
-    else if (!strcmp(k, "ps") && num && x >= 1)
-        s->ps_per_cycle = x;
-    else if (!strcmp(k, "quantum") && num)
-        s->quantum = x;
-    else if (!strcmp(k, "record") && !strcmp(val, "all"))
-        s->record = WEFT_RECORD_ALL;
-    else if (!strcmp(k, "record") && !strcmp(val, "sync"))
-        s->record = WEFT_RECORD_SYNC;
-    else if (!strcmp(k, "record") && !strcmp(val, "sync+writes"))
-        s->record = WEFT_RECORD_SYNC | WEFT_RECORD_WRITES;
+    /* Registered last, it still runs first (qemu puts a block's callbacks
+     * before its instructions'). */
+    if (plugin_lib_inline(tb, ti, n, any_cb))
+        qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64,
+                                                 &g_plugin.lib_insns, ti->n);
     else
-        return 0;
-    return 1;
-}
-
-/* An argument about this run only (files, limits), not recorded in the
- * trace: 1 taken, 0 not one of these. */
-static int parse_run_arg(plugin_config *c, const char *k, const char *val)
-{
-    uint64_t x = 0;
-    int num = plugin_parse_u64(val, &x) == 0;
-    if (!strcmp(k, "out"))
-        c->out = val;
-    else if (!strcmp(k, "maxpes") && num && x >= 1 && x <= 65536)
-        c->max_pes = (uint32_t)x;
-    else if (!strcmp(k, "stall") && num && x >= 1)
-        c->stall_ms = (uint32_t)x;
-    else if (!strcmp(k, "argi") && num)
-        c->argi = (int)x;
-    else if (!strcmp(k, "maxev") && num)
-        c->max_events = x;
-    else if (!strcmp(k, "maxsize") && num)
-        c->max_bytes = x;
-    else if (!strcmp(k, "sync") && num && x <= 1)
-        c->not_durable = !x;
-    else if (!strcmp(k, "lazy") && num && x <= 1)
-        c->summary_only = (int)x;
-    else if (!strcmp(k, "libaccess") && !strcmp(val, "all"))
-        c->lib_access = LIB_ACCESS_ALL;
-    else if (!strcmp(k, "libaccess") && !strcmp(val, "loops"))
-        c->lib_access = LIB_ACCESS_LOOPS;
-    else if (!strcmp(k, "libaccess") && !strcmp(val, "skip"))
-        c->lib_access = LIB_ACCESS_SKIP;
-    else if (!strcmp(k, "errfd") && num && x >= 3 && x < 65536)
-        c->errfd = (int)x;
-    else if (!strcmp(k, "inject"))
-        c->inject = val;
-    else if (!strcmp(k, "injected"))
-        c->injected = val;
-    else
-        return 0;
-    return 1;
-}
-
-static int parse_args(int argc, char **argv)
-{
-    plugin_config *c = &g_plugin.cfg;
-    config_defaults(c);
-    for (int i = 0; i < argc; i++) {
-        char *eq = strchr(argv[i], '=');
-        if (!eq) {
-            fprintf(stderr, "weft-tracer: bad plugin argument '%s'\n", argv[i]);
-            return -1;
-        }
-        *eq = 0;
-        const char *k = argv[i], *val = eq + 1;
-        int r = parse_setting_arg(&c->settings, k, val);
-        if (r < 0)
-            return -1;
-        /* Each key belongs to one parser, so the order they are asked in
-         * does not matter; the policy's, speculation's and the fork
-         * server's keys live with their state. */
-        if (r == 0 && parse_run_arg(c, k, val) == 0 && sched_parse_arg(k, val) != 1 &&
-            spec_parse_arg(k, val) != 1 && server_parse_arg(k, val) != 1) {
-            fprintf(stderr, "weft-tracer: bad plugin argument '%s=%s'\n", k, val);
-            return -1;
-        }
-    }
-    if (!c->out && !g_plugin.server.on) {
-        fprintf(stderr, "weft-tracer: missing out=PATH\n");
-        return -1;
-    }
-    return 0;
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, ti);
 }
 
 /* The guest's argv is qemu's command line from the binary on. */
@@ -538,7 +418,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
                 info->target_name);
         return -1;
     }
-    if (parse_args(argc, argv))
+    if (plugin_parse_args(argc, argv))
         return -1;
     plugin_parallel_note_api(info->version.cur);
     g_plugin.owner_pid = getpid();
@@ -584,6 +464,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         fprintf(stderr, "weft-tracer: %s\n", err);
         return -1;
     }
+    plugin_lib_inline_setup();
     /* A fork server opens no trace: each child opens its own at the fork. */
     if (g_plugin.server.on ? server_setup(err, sizeof err) : plugin_open_writer(err, sizeof err)) {
         fprintf(stderr, "weft-tracer: %s\n", err);

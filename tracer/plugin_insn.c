@@ -47,3 +47,82 @@ int insn_tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n)
     return insn_closes_wait_loop(w, n, qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, n - 1)),
                                  g_plugin.cfg.wait_loop_bytes);
 }
+
+void plugin_lib_inline_setup(void)
+{
+    const char *e = getenv("WEFT_LIB_INLINE");
+    g_plugin.lib_inline = plugin_lib_rule() && !g_plugin.sched.ppct_host_parallel &&
+                          !g_plugin.cfg.inject && !g_plugin.spec.on && !(e && !strcmp(e, "0"));
+}
+
+/* The pcs right after an SVC: a clone's child starts there, and every
+ * syscall returns there (a thread whose syscall let others run must wait
+ * for its turn again). Open addressing, grown under the lock; translation
+ * is rare next to execution. */
+static struct {
+    pthread_mutex_t lock;
+    uint64_t *v;
+    size_t cap, n;
+} after_svc = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t svc_slot(uint64_t pc, size_t cap)
+{
+    return (size_t)((pc >> 2) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+}
+
+/* Under the lock: 1 if pc is in the set; with add, put it there (0 if out of memory). */
+static int svc_set(uint64_t pc, int add)
+{
+    if (add && 2 * (after_svc.n + 1) > after_svc.cap) {
+        size_t cap = after_svc.cap ? 2 * after_svc.cap : 1024;
+        uint64_t *v = calloc(cap, sizeof *v);
+        if (!v)
+            return 0;
+        for (size_t i = 0; i < after_svc.cap; i++)
+            if (after_svc.v[i]) {
+                size_t j = svc_slot(after_svc.v[i], cap);
+                while (v[j])
+                    j = (j + 1) & (cap - 1);
+                v[j] = after_svc.v[i];
+            }
+        free(after_svc.v);
+        after_svc.v = v;
+        after_svc.cap = cap;
+    }
+    if (!after_svc.cap)
+        return 0;
+    size_t j = svc_slot(pc, after_svc.cap);
+    while (after_svc.v[j] && after_svc.v[j] != pc)
+        j = (j + 1) & (after_svc.cap - 1);
+    if (after_svc.v[j] == pc)
+        return 1;
+    if (add) {
+        after_svc.v[j] = pc;
+        after_svc.n++;
+    }
+    return add;
+}
+
+int plugin_lib_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, int any_cb)
+{
+    if (!g_plugin.lib_inline || n == 0)
+        return 0;
+    struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
+    uint64_t last_pc = qemu_plugin_insn_vaddr(last), target;
+    uint32_t w = 0;
+    if (qemu_plugin_insn_size(last) == 4)
+        memcpy(&w, qemu_plugin_insn_data(last), 4);
+    pthread_mutex_lock(&after_svc.lock);
+    int svc = (w & 0xffe0001fu) == 0xd4000001u; /* SVC #imm */
+    int after = svc_set(ti->pc, 0);
+    /* Unless it is remembered, the block after it cannot tell: keep
+     * callbacks everywhere from then on. */
+    if (svc && !svc_set(last_pc + 4, 1))
+        g_plugin.lib_inline = 0;
+    pthread_mutex_unlock(&after_svc.lock);
+    int in = g_plugin.lib_inline && ti->lib && !ti->lib_store && !any_cb && !after &&
+             !(insn_jump_target(w, last_pc, &target) && target <= last_pc);
+    if (in)
+        __atomic_fetch_add(&g_plugin.lib_inline_blocks, 1, __ATOMIC_RELAXED);
+    return in;
+}
