@@ -40,7 +40,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
 /* Marks itself busy only around what may block: this runs for every block. */
 static void tb_exec_bound(vcpu_state *v, void *udata)
 {
-    plugin_lib_settle(v);
+    plugin_inline_settle(v);
     /* The parent's first block after the first clone: qemu flushed before it. */
     int pending = atomic_load_explicit(&g_plugin.tb_flush_pending, memory_order_acquire);
     if (pending == v->pe)
@@ -67,7 +67,7 @@ static void tb_exec_bound(vcpu_state *v, void *udata)
         plugin_spin_progress(v); /* its stores are not watched one by one */
     else if (++v->lib_blocks >= SPIN_LIB_BLOCKS && v->begun && g_plugin.sched.policy)
         plugin_spin_lib_blocks(v, ti, vcpu_cycles_at(v, v->tb_base));
-    plugin_lib_resync(v); /* it may have waited above */
+    plugin_inline_resync(v); /* it may have waited above */
 }
 
 static void tb_exec(unsigned int index, void *udata)
@@ -81,7 +81,7 @@ static void tb_exec(unsigned int index, void *udata)
         plugin_bind_vcpu(v);
         if (v->pe < 0)
             return;
-        plugin_lib_resync(v); /* its count starts here */
+        plugin_inline_resync(v); /* its count starts here */
     }
     tb_exec_bound(v, udata);
 }
@@ -145,7 +145,7 @@ static void insn_gate(unsigned int index, void *udata)
     weft_platform_busy(g_plugin.platform, pe, 1);
     insn_gate_bound(v, udata);
     weft_platform_busy(g_plugin.platform, pe, -1);
-    plugin_lib_resync(v);
+    plugin_inline_resync(v);
 }
 
 static void insn_yield(unsigned int index, void *udata)
@@ -157,7 +157,7 @@ static void insn_yield(unsigned int index, void *udata)
     weft_platform_busy(g_plugin.platform, v->pe, 1);
     plugin_spin_yield(v);
     weft_platform_busy(g_plugin.platform, v->pe, -1);
-    plugin_lib_resync(v);
+    plugin_inline_resync(v);
 }
 
 static int in_ranges(uint64_t a)
@@ -214,7 +214,7 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
         !(ii->flags & (INSN_LIB_LOAD | INSN_LIB_STORE))) {
         plugin_spin_watch(v, ii->pc, vaddr, store || (ii->flags & INSN_RMW),
                           vcpu_cycles_at(v, v->tb_base + ii->index));
-        plugin_lib_resync(v); /* a demoted spinner may have waited */
+        plugin_inline_resync(v); /* a demoted spinner may have waited */
     }
     if ((ii->flags & INSN_GATED) && plugin_pos_bookkeeping()) {
         unsigned h = (unsigned)(ii->pc >> 2) & 63u;
@@ -374,9 +374,9 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     }
     /* Registered last, it still runs first (qemu puts a block's callbacks
      * before its instructions'). */
-    if (plugin_lib_inline(tb, ti, n, any_cb))
+    if (plugin_block_inline(tb, ti, n, any_cb))
         qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64,
-                                                 &g_plugin.lib_insns, ti->n);
+                                                 &g_plugin.inline_insns, ti->n);
     else
         qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, ti);
 }
@@ -464,7 +464,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         fprintf(stderr, "weft-tracer: %s\n", err);
         return -1;
     }
-    plugin_lib_inline_setup();
+    plugin_inline_setup();
     /* A fork server opens no trace: each child opens its own at the fork. */
     if (g_plugin.server.on ? server_setup(err, sizeof err) : plugin_open_writer(err, sizeof err)) {
         fprintf(stderr, "weft-tracer: %s\n", err);

@@ -97,9 +97,9 @@ static const insn_info *faulting_insn(const vcpu_state *v, int write, int *near)
 /* Async-signal-safe: plain stores into the thread's own buffer. */
 static void note_fault(vcpu_state *v, uintptr_t host_addr, const void *uc)
 {
-    /* In a block counted inline (plugin_lib_inline, a lazy replay's library
+    /* In a block counted inline (plugin_block_inline, a lazy replay's library
      * loads only) the running block is not known: no note. */
-    if (__atomic_load_n(&g_plugin.lib_insns, __ATOMIC_RELAXED) != v->lib_seen)
+    if (__atomic_load_n(&g_plugin.inline_insns, __ATOMIC_RELAXED) != v->inline_seen)
         return;
     int write = host_fault_is_write(uc), near;
     const insn_info *c = faulting_insn(v, write, &near);

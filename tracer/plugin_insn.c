@@ -48,11 +48,11 @@ int insn_tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n)
                                  g_plugin.cfg.wait_loop_bytes);
 }
 
-void plugin_lib_inline_setup(void)
+void plugin_inline_setup(void)
 {
-    const char *e = getenv("WEFT_LIB_INLINE");
-    g_plugin.lib_inline = plugin_lib_rule() && !g_plugin.sched.ppct_host_parallel &&
-                          !g_plugin.cfg.inject && !g_plugin.spec.on && !(e && !strcmp(e, "0"));
+    const char *e = getenv("WEFT_INLINE_BLOCKS");
+    g_plugin.count_inline = plugin_lib_rule() && !g_plugin.sched.ppct_host_parallel &&
+                            !g_plugin.cfg.inject && !g_plugin.spec.on && !(e && !strcmp(e, "0"));
 }
 
 /* The pcs right after an SVC: a clone's child starts there, and every
@@ -103,9 +103,9 @@ static int svc_set(uint64_t pc, int add)
     return add;
 }
 
-int plugin_lib_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, int any_cb)
+int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, int any_cb)
 {
-    if (!g_plugin.lib_inline || n == 0)
+    if (!g_plugin.count_inline || n == 0)
         return 0;
     struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
     uint64_t last_pc = qemu_plugin_insn_vaddr(last), target;
@@ -118,11 +118,15 @@ int plugin_lib_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, in
     /* Unless it is remembered, the block after it cannot tell: keep
      * callbacks everywhere from then on. */
     if (svc && !svc_set(last_pc + 4, 1))
-        g_plugin.lib_inline = 0;
+        g_plugin.count_inline = 0;
     pthread_mutex_unlock(&after_svc.lock);
-    int in = g_plugin.lib_inline && ti->lib && !ti->lib_store && !any_cb && !after &&
-             !(insn_jump_target(w, last_pc, &target) && target <= last_pc);
+    /* The program's own blocks have a callback for every access that matters
+     * (or a gate): one without any cannot wait, even in a loop. A library
+     * loop's closing block keeps its call, for the spin rule and the token. */
+    int in = g_plugin.count_inline && !any_cb && !after &&
+             (!ti->lib ||
+              (!ti->lib_store && !(insn_jump_target(w, last_pc, &target) && target <= last_pc)));
     if (in)
-        __atomic_fetch_add(&g_plugin.lib_inline_blocks, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&g_plugin.inline_blocks, 1, __ATOMIC_RELAXED);
     return in;
 }

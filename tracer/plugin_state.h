@@ -106,7 +106,7 @@ typedef struct vcpu_state {
     weft_trace_buf *lb;   /* in the writer's crash-proof file, or private */
     int lb_private;       /* lb is ours (calloc), not the writer's */
     weft_block_fast fast; /* the platform's block start, inline (its pe's) */
-    uint64_t lib_seen;    /* g_plugin.lib_insns when it last left a callback */
+    uint64_t inline_seen; /* g_plugin.inline_insns when it last left a callback */
 } vcpu_state;
 
 /* Per guest thread (PE), for the trace's thread table. */
@@ -286,12 +286,12 @@ typedef struct plugin {
      * is the parent's PE, or -1 once the parent runs its next block. */
     atomic_int tb_flush_pending;
     int parallel_from_start; /* qemu made parallel code from the start: no flush at the clone */
-    /* Library blocks counted inline (plugin_lib_inline): the instructions
-     * run in them, by whichever thread holds the token; lib_inline says
-     * whether this run counts so, decided before the first translation. */
-    uint64_t lib_insns;
-    int lib_inline;
-    uint64_t lib_inline_blocks; /* translated so (WEFT_PLUGIN_STATS) */
+    /* Blocks counted inline (plugin_block_inline): the instructions run in
+     * them, by whichever thread holds the token; count_inline says whether
+     * this run counts so, decided before the first translation. */
+    uint64_t inline_insns;
+    int count_inline;
+    uint64_t inline_blocks; /* translated so (WEFT_PLUGIN_STATS) */
     atomic_ulong write_errors;
     _Atomic uint64_t flushed; /* events handed to the writer, counted for max_events */
     atomic_int capped;        /* max_events reached: record no more, flag the trace truncated */
@@ -328,31 +328,31 @@ int plugin_parse_args(int argc, char **argv);
 void *plugin_arena_alloc(size_t n);
 int insn_tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n);
 /* Decided once: a serialized replay (one thread runs at a time) with the
- * library rule, no injections, no speculation, unless WEFT_LIB_INLINE=0. */
-void plugin_lib_inline_setup(void);
+ * library rule, no injections, no speculation, unless WEFT_INLINE_BLOCKS=0. */
+void plugin_inline_setup(void);
 /* Is the block (its tb_info filled in, any_cb: some instruction of it has
  * a callback) one whose start needs no callback, its instructions counted
- * by an inline add to g_plugin.lib_insns? Library code only, without
- * stores, callbacks or a backward jump at its end (a loop keeps its count
- * of blocks for the spin watch), and not right after an SVC (where a new
- * thread starts and a syscall returns). */
-int plugin_lib_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, int any_cb);
+ * by an inline add to g_plugin.inline_insns? One with no callback of any of
+ * its instructions, not right after an SVC (where a new thread starts and
+ * a syscall returns), and in a library also without stores or a backward
+ * jump at its end (a loop keeps its count of blocks for the spin watch). */
+int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, int any_cb);
 
 /* Instructions run in inline-counted blocks belong to the thread that ran
  * them since it last left a callback: one thread runs guest code at a time.
  * A callback entered from guest code adds them (settle); one that may have
  * waited, or follows a syscall, starts counting anew when it leaves
  * (resync). With no inline counting both are no-ops. */
-static inline void plugin_lib_settle(vcpu_state *v)
+static inline void plugin_inline_settle(vcpu_state *v)
 {
-    uint64_t g = __atomic_load_n(&g_plugin.lib_insns, __ATOMIC_RELAXED);
-    v->insns += g - v->lib_seen;
-    v->lib_seen = g;
+    uint64_t g = __atomic_load_n(&g_plugin.inline_insns, __ATOMIC_RELAXED);
+    v->insns += g - v->inline_seen;
+    v->inline_seen = g;
 }
 
-static inline void plugin_lib_resync(vcpu_state *v)
+static inline void plugin_inline_resync(vcpu_state *v)
 {
-    v->lib_seen = __atomic_load_n(&g_plugin.lib_insns, __ATOMIC_RELAXED);
+    v->inline_seen = __atomic_load_n(&g_plugin.inline_insns, __ATOMIC_RELAXED);
 }
 
 /* plugin_fault.c */

@@ -392,11 +392,11 @@ void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t 
         server_at_syscall(v, num, a1); /* a fork server serves from its first clone */
     const uint64_t args[6] = {a1, a2, a3, a4, a5, a6};
     int pe = v->pe;
-    plugin_lib_settle(v); /* the SVC's block may have been counted inline */
+    plugin_inline_settle(v); /* the SVC's block may have been counted inline */
     weft_platform_busy(g_plugin.platform, pe, 1);
     syscall_entry_bound(v, num, args);
     weft_platform_busy(g_plugin.platform, pe, -1);
-    plugin_lib_resync(v);
+    plugin_inline_resync(v);
 }
 
 void plugin_syscall_return(qemu_plugin_id_t id, unsigned int vcpu_idx, int64_t num, int64_t ret)
@@ -406,9 +406,9 @@ void plugin_syscall_return(qemu_plugin_id_t id, unsigned int vcpu_idx, int64_t n
     if (!v || v->pe < 0 || getpid() != g_plugin.owner_pid || num != v->sys_num)
         return;
     int pe = v->pe;
-    plugin_lib_resync(v); /* others may have run meanwhile: not its instructions */
+    plugin_inline_resync(v); /* others may have run meanwhile: not its instructions */
     weft_platform_busy(g_plugin.platform, pe, 1);
     syscall_return_bound(v, num, ret);
     weft_platform_busy(g_plugin.platform, pe, -1);
-    plugin_lib_resync(v);
+    plugin_inline_resync(v);
 }

@@ -14,5 +14,5 @@ weft_e2e_test(e2e_replay_fork_server replay_fork_server.sh)
 weft_e2e_test(e2e_replay_lazy_trace replay_lazy_trace.sh)
 # Library loads watched in wait loops only: a library spinlock still relieved.
 weft_e2e_test(e2e_replay_library_loads replay_library_loads.sh)
-# Library blocks counted inline: the same runs and traces as with a callback each.
-weft_e2e_test(e2e_replay_lib_inline replay_lib_inline.sh)
+# Blocks counted inline: the same runs and traces as with a callback each.
+weft_e2e_test(e2e_replay_inline_blocks replay_inline_blocks.sh)

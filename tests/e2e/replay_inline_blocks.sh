@@ -1,19 +1,19 @@
-# In a replay, library blocks without stores, callbacks or a loop's back
-# jump count their instructions by an inline add instead of a callback
-# (docs/replay.md, "What a run costs"). The count must be exact: the same
-# seeds give the same runs.jsonl with it and without it (WEFT_LIB_INLINE=0),
+# In a replay, blocks without callbacks (and in a library without stores or
+# a loop's back jump) count their instructions by an inline add instead of
+# a callback (docs/replay.md, "Spinning"). The count must be exact: the same
+# seeds give the same runs.jsonl with it and without it (WEFT_INLINE_BLOCKS=0),
 # lazy runs and kept ones alike, and the kept traces are the same bytes
 # (every event's virtual time included). The variable is set in both runs,
 # with values of one length, so the guest's environment is the same.
 source "$(dirname "$0")/lib.sh"
 
-export WEFT_GUEST_ENV="WEFT_LIB_INLINE WEFT_PLUGIN_STATS"
+export WEFT_GUEST_ENV="WEFT_INLINE_BLOCKS WEFT_PLUGIN_STATS"
 
 # campaign DIR INLINE OPTIONS... -- PROGRAM ARGS
 campaign() {
   local dir="$1" inline="$2"
   shift 2
-  WEFT_LIB_INLINE="$inline" run_status st "$WEFT" replay --jobs 2 --timeout 60 --output "$dir" \
+  WEFT_INLINE_BLOCKS="$inline" run_status st "$WEFT" replay --jobs 2 --timeout 60 --output "$dir" \
     "$@" </dev/null >"$dir.log" 2>&1
   echo "$st" >"$dir.status"
 }
@@ -66,7 +66,7 @@ same poll --sched pct --depth 3 --starvation 0 --runs 6 -- "$WEFT_FIXTURES/poll_
 
 # It was in use: a run's statistics count the blocks translated so.
 blocks() {
-  WEFT_PLUGIN_STATS=1 WEFT_LIB_INLINE="$2" "$WEFT" replay --sched pct --seed 3 --save-trace \
+  WEFT_PLUGIN_STATS=1 WEFT_INLINE_BLOCKS="$2" "$WEFT" replay --sched pct --seed 3 --save-trace \
     --output "$work/$1" -- "$WEFT_FIXTURES/lost_update" </dev/null >/dev/null 2>&1 || true
   grep -ho 'inline_blocks=[0-9]*' "$work/$1"/traces/seed-3.stderr 2>/dev/null | tail -1 | cut -d= -f2
 }
