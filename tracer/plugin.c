@@ -81,7 +81,11 @@ static void tb_exec(unsigned int index, void *udata)
         plugin_bind_vcpu(v);
         if (v->pe < 0)
             return;
-        plugin_inline_resync(v); /* its count starts here */
+        /* A new thread's count starts here (its first block is right after
+         * clone's SVC); the main thread's counts what ran before its first
+         * callback (the loader's entry may be counted inline). */
+        if (v->pe != 0)
+            plugin_inline_resync(v);
     }
     tb_exec_bound(v, udata);
 }

@@ -63,6 +63,13 @@ same segv --sched pct --depth 1 --points none --runs 4 --expect-exit 139 -- \
   "$WEFT_FIXTURES/fail_segv"
 same spinlock --sched pct --depth 3 --runs 8 -- "$WEFT_FIXTURES/spinlock_ok"
 same poll --sched pct --depth 3 --starvation 0 --runs 6 -- "$WEFT_FIXTURES/poll_ok"
+# Dynamically linked: the loader's entry runs before any callback.
+if [ -x "$WEFT_SYSROOT/lib/ld-linux-aarch64.so.1" ]; then
+  same dynamic --sched pct --depth 2 --runs 8 --sysroot "$WEFT_SYSROOT" -- \
+    "$WEFT_FIXTURES/lost_update_dynamic"
+else
+  fail "no arm64 sysroot at $WEFT_SYSROOT (scripts/bootstrap makes it)"
+fi
 
 # It was in use: a run's statistics count the blocks translated so.
 blocks() {
