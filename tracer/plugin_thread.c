@@ -64,8 +64,8 @@ void plugin_flush(vcpu_state *v)
         plugin_stop();
 }
 
-void plugin_record(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
-                   uint8_t size, uint16_t flags)
+void plugin_record_slow(vcpu_state *v, uint8_t kind, uint64_t cycles, uint64_t addr, uint64_t pc,
+                        uint8_t size, uint16_t flags)
 {
     if (v->pe < 0 || cycles > atomic_load_explicit(&g_plugin.exit_cycles, memory_order_relaxed) ||
         atomic_load_explicit(&g_plugin.spec.invalid, memory_order_relaxed) ||
