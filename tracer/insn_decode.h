@@ -29,5 +29,9 @@ uint32_t insn_address_regs(uint32_t w);
 /* Do the n words of a block, the last at last_pc, close a loop that may
  * wait (see insn_decode.c)? loop_bytes: how far back its branch may go. */
 int insn_closes_wait_loop(const uint32_t *w, size_t n, uint64_t last_pc, uint64_t loop_bytes);
+/* May the loop whose body is w[0..n) (from a backward jump's target to the
+ * jump) wait for another thread? 0 only when every load in it reads an
+ * address the loop changes, and it calls nothing (see insn_decode.c). */
+int insn_loop_may_wait(const uint32_t *w, size_t n);
 
 #endif

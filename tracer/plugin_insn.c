@@ -103,12 +103,32 @@ static int svc_set(uint64_t pc, int add)
     return add;
 }
 
+/* Does the block, in a library, close a loop that may wait (its jump back
+ * over a body insn_loop_may_wait cannot clear)? qemu-user keeps guest code
+ * at one host offset from its address, so the body is read where the
+ * block's last instruction is, if it starts on a page the block's start is
+ * on or within the block (pages before may not be mapped). */
+static int lib_loop_may_wait(struct qemu_plugin_insn *last, uint64_t last_pc, uint32_t w,
+                             uint64_t start)
+{
+    uint64_t target;
+    if (!insn_jump_target(w, last_pc, &target) || target > last_pc)
+        return 0; /* no loop closes here */
+    const uint8_t *h = qemu_plugin_insn_haddr(last);
+    size_t n = (size_t)((last_pc - target) / 4) + 1;
+    if (!h || n > 128 || (target < start && (target >> 12) != (start >> 12)))
+        return 1;
+    uint32_t body[128];
+    memcpy(body, h - (last_pc - target), n * 4);
+    return insn_loop_may_wait(body, n);
+}
+
 int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, int any_cb)
 {
     if (!g_plugin.count_inline || n == 0)
         return 0;
     struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
-    uint64_t last_pc = qemu_plugin_insn_vaddr(last), target;
+    uint64_t last_pc = qemu_plugin_insn_vaddr(last);
     uint32_t w = 0;
     if (qemu_plugin_insn_size(last) == 4)
         memcpy(&w, qemu_plugin_insn_data(last), 4);
@@ -124,8 +144,7 @@ int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, 
      * (or a gate): one without any cannot wait, even in a loop. A library
      * loop's closing block keeps its call, for the spin rule and the token. */
     int in = g_plugin.count_inline && !any_cb && !after &&
-             (!ti->lib ||
-              (!ti->lib_store && !(insn_jump_target(w, last_pc, &target) && target <= last_pc)));
+             (!ti->lib || (!ti->lib_store && !lib_loop_may_wait(last, last_pc, w, ti->pc)));
     if (in)
         __atomic_fetch_add(&g_plugin.inline_blocks, 1, __ATOMIC_RELAXED);
     return in;

@@ -105,13 +105,58 @@ static void test_branch(void **state)
     assert_false(insn_closes_wait_loop(spin, 0, 0x1000, 64));
 }
 
+/* A loop's whole body, from the jump's target to the jump (a replay counts
+ * a library block closing one inline only if the body cannot wait). */
+static void test_loop_bodies(void **state)
+{
+    (void)state;
+    /* may wait: a word read again, over one block or two */
+    static const uint32_t spin[] = {0xb9400001, 0x35ffffe1};
+    assert_true(insn_loop_may_wait(spin, N(spin)));
+    static const uint32_t two[] = {0xf9400261, 0xb9400020, 0x34ffffc0};
+    assert_true(insn_loop_may_wait(two, N(two)));
+    /* a store does not clear it (its own block is called back) */
+    static const uint32_t st[] = {0xb9400001, 0xb9000041, 0x35ffffc1};
+    assert_true(insn_loop_may_wait(st, N(st)));
+    /* calls, returns, indirect branches and syscalls leave the body unknown */
+    static const uint32_t call[] = {0x91000421, 0x97ffffe8, 0x35ffffc1};
+    assert_true(insn_loop_may_wait(call, N(call)));
+    static const uint32_t ret[] = {0x91000421, 0xd65f03c0, 0x35ffffc1};
+    assert_true(insn_loop_may_wait(ret, N(ret)));
+    static const uint32_t br[] = {0x91000421, 0xd61f0020, 0x35ffffc1};
+    assert_true(insn_loop_may_wait(br, N(br)));
+    static const uint32_t svc[] = {0x91000421, 0xd4000001, 0x35ffffc1};
+    assert_true(insn_loop_may_wait(svc, N(svc)));
+    /* too long to tell, or empty */
+    uint32_t big[129];
+    for (size_t i = 0; i < N(big); i++)
+        big[i] = 0x91000421;
+    assert_true(insn_loop_may_wait(big, N(big)));
+    assert_false(insn_loop_may_wait(big, 128));
+    assert_true(insn_loop_may_wait(big, 0));
+    /* cannot wait: zlib's chain, scans, a list walk, registers only */
+    static const uint32_t chain[] = {0x2a0103e4, 0x93407ce3, 0x8b040102,
+                                     0x3867c845, 0x6b0a00bf, 0x54ffff61};
+    assert_false(insn_loop_may_wait(chain, N(chain)));
+    static const uint32_t scan[] = {0x38401401, 0x35ffffe1};
+    assert_false(insn_loop_may_wait(scan, N(scan)));
+    static const uint32_t idx[] = {0xb8617802, 0x91000421, 0x7100005f, 0x54ffffa0};
+    assert_false(insn_loop_may_wait(idx, N(idx)));
+    static const uint32_t chase[] = {0xf9400000, 0xb5ffffe0};
+    assert_false(insn_loop_may_wait(chase, N(chase)));
+    static const uint32_t regs[] = {0x91000421, 0xeb02003f, 0x54ffffc1};
+    assert_false(insn_loop_may_wait(regs, N(regs)));
+    /* its stack only: ldr w1, [sp, #8]; cbnz w1, back */
+    static const uint32_t sp[] = {0xb9400be1, 0x35ffffe1};
+    assert_false(insn_loop_may_wait(sp, N(sp)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_writes),
-        cmocka_unit_test(test_scans),
-        cmocka_unit_test(test_waits),
-        cmocka_unit_test(test_branch),
+        cmocka_unit_test(test_writes),      cmocka_unit_test(test_scans),
+        cmocka_unit_test(test_waits),       cmocka_unit_test(test_branch),
+        cmocka_unit_test(test_loop_bodies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
