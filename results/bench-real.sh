@@ -16,7 +16,10 @@
 # interrupted run keeps what it measured.
 # Usage: results/bench-real.sh [MB] [RUNS]   (default 16 MB, 1 run per mode)
 #   PROGRAMS (default "pigz pbzip2 xz"), TIMEOUT (per command, default 3600 s),
-#   SKIP_EXACT=1 (no exact traces), SKIP_REPLAY=1 (no campaign)
+#   SKIP_EXACT=1 (no exact traces), SKIP_REPLAY=1 (no campaign), BASE_WEFT (another
+#   build's directory: its free and sync+writes runs interleaved with these,
+#   two more columns), BASE_LABEL (what BASE_WEFT is), OUT (default
+#   results/bench-real.md)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${WEFT_BUILD_DIR:-$here/build}"
@@ -28,7 +31,9 @@ mb="${1:-16}"
 runs="${2:-1}"
 limit="${TIMEOUT:-3600}"
 read -r -a programs <<<"${PROGRAMS:-pigz pbzip2 xz}"
-out="$here/results/bench-real.md"
+out="${OUT:-$here/results/bench-real.md}"
+base="${BASE_WEFT:-}"
+[ -z "$base" ] || [ -x "$base/cli/weft" ] || { echo "bench-real: no $base/cli/weft" >&2; exit 2; }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
@@ -68,9 +73,10 @@ write_table() {
     echo "\`weft replay --sched pct --runs 1\`: its profiling (rounds of 3 random schedules until"
     echo "the points settle; learning runs stop at 32 MB of spool, about ten million events, one round of whole runs counts) and the one PCT run,"
     echo "against one plain run. SKIP_EXACT=${SKIP_EXACT:-}, SKIP_REPLAY=${SKIP_REPLAY:-} (1: not measured, -)."
+    [ -z "$base" ] || echo "\`base\`: ${BASE_LABEL:-$base}, its free and sync+w runs interleaved with these."
     echo
-    echo "| program | plain s | free s (×) | sync+w s (×) | exact s (×) | exact, gates known s (×) | events | bytes/event | output | exact twice | replay: profiling s (×) | replay: PCT run s (×) |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| program | plain s | free s (×) | sync+w s (×) |${base:+ base free s (×) | base sync+w s (×) |} exact s (×) | exact, gates known s (×) | events | bytes/event | output | exact twice | replay: profiling s (×) | replay: PCT run s (×) |"
+    echo "|---|---|---|---|${base:+---|---|}---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
   } >"$out.tmp"
   mv "$out.tmp" "$out"
@@ -78,11 +84,16 @@ write_table() {
 
 for p in "${programs[@]}"; do
   read -r -a argv <<<"$(cmd_of "$p")"
-  plain=() free=() syncw=() exact=()
+  plain=() free=() syncw=() exact=() bfree=() bsyncw=()
   for r in $(seq "$runs"); do
     plain+=("$(timed plain "$tmp/plain" "$qemu" -L "$sysroot" "${argv[@]}")")
     free+=("$(timed free "$tmp/free" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free -o "$tmp/free.wtr" -- "${argv[@]}")")
     syncw+=("$(timed syncw "$tmp/syncw" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free --record sync+writes -o "$tmp/syncw.wtr" -- "${argv[@]}")")
+    if [ -n "$base" ]; then
+      bfree+=("$(timed bfree "$tmp/bfree" "$base/cli/weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free -o "$tmp/bfree.wtr" -- "${argv[@]}")")
+      bsyncw+=("$(timed bsyncw "$tmp/bsyncw" "$base/cli/weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free --record sync+writes -o "$tmp/bsyncw.wtr" -- "${argv[@]}")")
+      rm -f "$tmp/bfree.wtr" "$tmp/bsyncw.wtr"
+    fi
     if [ -z "${SKIP_EXACT:-}" ]; then
       rm -f "$tmp/gates.pcs" # learnt afresh: the time of a first exact trace
       exact+=("$(timed exact "$tmp/exact" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode exact --gates "$tmp/gates.pcs" -o "$tmp/exact.wtr" -- "${argv[@]}")")
@@ -90,11 +101,12 @@ for p in "${programs[@]}"; do
   done
   med() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "-") }'; }
   P="$(med "${plain[@]}")" F="$(med "${free[@]}")" S="$(med "${syncw[@]}")" E="$(med "${exact[@]:-}")"
+  BF="$(med "${bfree[@]:-}")" BS="$(med "${bsyncw[@]:-}")"
   ev="$(events_of "$tmp/free.wtr")"
   size="$(stat -c %s "$tmp/free.wtr")"
   bpe="$(awk -v s="$size" -v e="${ev:-0}" 'BEGIN { printf (e > 0 ? "%.2f" : "-"), s / e }')"
   same="identical"
-  for m in free syncw ${E:+exact}; do
+  for m in free syncw ${E:+exact} ${base:+bfree bsyncw}; do
     [ "$m" = exact ] && [ -n "${SKIP_EXACT:-}" ] && continue
     cmp -s "$tmp/plain.out" "$tmp/$m.out" || same="DIFFERS ($m)"
   done
@@ -114,7 +126,9 @@ for p in "${programs[@]}"; do
     prof="$(awk -v t="$total" -v r="${run:-0}" 'BEGIN { printf "%.2f", t - r }')"
     pct="$(awk -v r="${run:-}" 'BEGIN { if (r == "") print "-"; else printf "%.2f", r }')"
   fi
-  rows+=("| $p | $P | $F ($(ratio "$F" "$P")) | $S ($(ratio "$S" "$P")) | ${E:--}${E:+ ($(ratio "$E" "$P"))} | $G$([ "$G" = - ] || echo " ($(ratio "$G" "$P"))") | ${ev:--} | $bpe | $same | $twice | $prof$([ "$prof" = - ] || echo " ($(ratio "$prof" "$P"))") | ${pct}$([ "$pct" = - ] || echo " ($(ratio "$pct" "$P"))") |")
+  bcols=""
+  [ -z "$base" ] || bcols=" $BF ($(ratio "$BF" "$P")) | $BS ($(ratio "$BS" "$P")) |"
+  rows+=("| $p | $P | $F ($(ratio "$F" "$P")) | $S ($(ratio "$S" "$P")) |$bcols ${E:--}${E:+ ($(ratio "$E" "$P"))} | $G$([ "$G" = - ] || echo " ($(ratio "$G" "$P"))") | ${ev:--} | $bpe | $same | $twice | $prof$([ "$prof" = - ] || echo " ($(ratio "$prof" "$P"))") | ${pct}$([ "$pct" = - ] || echo " ($(ratio "$pct" "$P"))") |")
   write_table
   echo "bench-real: $p done" >&2
 done
