@@ -141,8 +141,9 @@ int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, 
         g_plugin.count_inline = 0;
     pthread_mutex_unlock(&after_svc.lock);
     /* The program's own blocks have a callback for every access that matters
-     * (or a gate): one without any cannot wait, even in a loop. A library
-     * loop's closing block keeps its call, for the spin rule and the token. */
+     * (or a gate): one without any cannot wait, even in a loop. The closing
+     * block of a library loop that may wait keeps its call, for the spin rule
+     * and the token. */
     int in = g_plugin.count_inline && !any_cb && !after &&
              (!ti->lib || (!ti->lib_store && !lib_loop_may_wait(last, last_pc, w, ti->pc)));
     if (in)
