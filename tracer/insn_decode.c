@@ -44,6 +44,11 @@ int insn_branch_target(uint32_t w, uint64_t pc, uint64_t *target)
     return 1;
 }
 
+int insn_is_svc(uint32_t w)
+{
+    return (w & 0xffe0001fu) == 0xd4000001u; /* SVC #imm16 */
+}
+
 int insn_jump_target(uint32_t w, uint64_t pc, uint64_t *target)
 {
     int64_t off;                          /* the sign-extended word offset, in bytes */
@@ -173,8 +178,8 @@ int insn_loop_may_wait(const uint32_t *w, size_t n)
     for (size_t i = 0; i < n; i++) {
         if ((w[i] & 0xfc000000u) == 0x94000000u || (w[i] & 0xfe000000u) == 0xd6000000u)
             return 1; /* BL; BR, BLR, RET */
-        if (w[i] == 0xd4000001u || (w[i] & 0xffe0001fu) == 0xd4000001u)
-            return 1; /* SVC */
+        if (insn_is_svc(w[i]))
+            return 1;
         written |= insn_writes(w[i]);
     }
     for (size_t i = 0; i < n; i++)

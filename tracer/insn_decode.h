@@ -19,6 +19,8 @@ uint32_t insn_classify(uint32_t w); /* INSN_* above */
 /* B or BL with a 26-bit word offset (a call, or a tail call at -O2): 1 and
  * its target, or 0. */
 int insn_branch_target(uint32_t w, uint64_t pc, uint64_t *target);
+/* A system call (SVC), whatever its immediate. */
+int insn_is_svc(uint32_t w);
 /* B, B.cond, CBZ/CBNZ or TBZ/TBNZ: 1 and its target, or 0. */
 int insn_jump_target(uint32_t w, uint64_t pc, uint64_t *target);
 /* The general registers the instruction may write, one bit each (bit 31,

@@ -133,7 +133,7 @@ int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, 
     if (qemu_plugin_insn_size(last) == 4)
         memcpy(&w, qemu_plugin_insn_data(last), 4);
     pthread_mutex_lock(&after_svc.lock);
-    int svc = (w & 0xffe0001fu) == 0xd4000001u; /* SVC #imm */
+    int svc = insn_is_svc(w);
     int after = svc_set(ti->pc, 0);
     /* Unless it is remembered, the block after it cannot tell: keep
      * callbacks everywhere from then on. */

@@ -127,6 +127,9 @@ static void test_loop_bodies(void **state)
     assert_true(insn_loop_may_wait(br, N(br)));
     static const uint32_t svc[] = {0x91000421, 0xd4000001, 0x35ffffc1};
     assert_true(insn_loop_may_wait(svc, N(svc)));
+    /* SVC #0 and SVC #1; HVC is no syscall */
+    assert_true(insn_is_svc(0xd4000001) && insn_is_svc(0xd4000021));
+    assert_false(insn_is_svc(0xd4000002));
     /* too long to tell, or empty */
     uint32_t big[129];
     for (size_t i = 0; i < N(big); i++)
