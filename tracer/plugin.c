@@ -285,6 +285,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     (void)id;
     plugin_parallel_from_start();
     size_t n = qemu_plugin_tb_n_insns(tb);
+    __atomic_fetch_add(&g_plugin.translated, 1, __ATOMIC_RELAXED);
+    pretranslate_note(tb, n);
     tb_info *ti = plugin_arena_alloc(sizeof *ti);
     if (!ti)
         return; /* the process is out of memory: nothing of this block is seen */

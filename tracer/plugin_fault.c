@@ -173,6 +173,14 @@ void plugin_fault_setup(struct qemu_plugin_tb *tb)
     }
 }
 
+int plugin_guest_base(uintptr_t *base)
+{
+    if (!atomic_load(&guest_base_known))
+        return 0;
+    *base = atomic_load(&guest_base);
+    return 1;
+}
+
 int plugin_buf_attach(vcpu_state *v, unsigned index)
 {
     /* A forked child must not touch the parent's shared buffers. */

@@ -363,6 +363,7 @@ static int fork_spare(spare *sp, pid_t server)
         g_plugin.owner_pid = getpid();
         s->in_prefix = 0;
         s->child = 1;
+        g_plugin.translated = 0;
         /* Its own process group, for weft's kill at the time limit; gone
          * with the server. */
         setpgid(0, 0);
@@ -462,6 +463,7 @@ static void serve(vcpu_state *v)
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
         say("status %d", status);
+        pretranslate_absorb(); /* before the next spare's fork */
     }
 }
 

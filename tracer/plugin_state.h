@@ -292,6 +292,7 @@ typedef struct plugin {
     uint64_t inline_insns;
     int count_inline;
     uint64_t inline_blocks; /* translated so (WEFT_PLUGIN_STATS) */
+    uint64_t translated; /* blocks translated by this process (a server's child: since its fork) */
     atomic_ulong write_errors;
     _Atomic uint64_t flushed; /* events handed to the writer, counted for max_events */
     atomic_int capped;        /* max_events reached: record no more, flag the trace truncated */
@@ -361,6 +362,8 @@ static inline void plugin_inline_resync(vcpu_state *v)
  * own after loading plugins) to note a faulting access before qemu's
  * handler turns it into the guest's fatal signal. */
 void plugin_fault_setup(struct qemu_plugin_tb *tb);
+/* qemu-user's guest_base (host address of guest address 0): 1 once known. */
+int plugin_guest_base(uintptr_t *base);
 /* The vCPU's event buffer: the writer's crash-proof one if it can. */
 int plugin_buf_attach(vcpu_state *v, unsigned index);
 /* A fork server's child, once its writer is open: the buffers the server
@@ -467,6 +470,13 @@ void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles);
 void plugin_finish(uint32_t extra_flags);
 void plugin_at_exit(qemu_plugin_id_t id, void *udata);
 void plugin_start_watchdog(void);
+
+/* plugin_pretranslate.c: a fork server's children run on its translations. */
+/* Every translation: the server's first finds what it needs, a child's is
+ * noted for the server. */
+void pretranslate_note(struct qemu_plugin_tb *tb, size_t n);
+/* The server, after a child exited: translate what it noted. */
+void pretranslate_absorb(void);
 
 /* plugin_parallel.c: qemu's parallel code from the first block on. */
 void plugin_parallel_note_api(int version);

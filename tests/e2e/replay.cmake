@@ -16,3 +16,4 @@ weft_e2e_test(e2e_replay_lazy_trace replay_lazy_trace.sh)
 weft_e2e_test(e2e_replay_library_loads replay_library_loads.sh)
 # Blocks counted inline: the same runs and traces as with a callback each.
 weft_e2e_test(e2e_replay_inline_blocks replay_inline_blocks.sh)
+weft_e2e_test(e2e_replay_pretranslate replay_pretranslate.sh)
