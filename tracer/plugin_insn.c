@@ -145,8 +145,11 @@ int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, 
      * block of a library loop that may wait keeps its call, for the spin rule
      * and the token. */
     int in = g_plugin.count_inline && !any_cb && !after &&
-             (!ti->lib || (!ti->lib_store && !lib_loop_may_wait(last, last_pc, w, ti->pc)));
+             (!ti->lib || ti->lib_store || !lib_loop_may_wait(last, last_pc, w, ti->pc));
     if (in)
         __atomic_fetch_add(&g_plugin.inline_blocks, 1, __ATOMIC_RELAXED);
+    if (in && ti->lib_store)
+        qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64,
+                                                 &g_plugin.inline_lib_stores, 1);
     return in;
 }

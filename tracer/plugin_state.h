@@ -107,6 +107,7 @@ typedef struct vcpu_state {
     int lb_private;       /* lb is ours (calloc), not the writer's */
     weft_block_fast fast; /* the platform's block start, inline (its pe's) */
     uint64_t inline_seen; /* g_plugin.inline_insns when it last left a callback */
+    uint64_t stores_seen; /* g_plugin.inline_lib_stores then */
 } vcpu_state;
 
 /* Per guest thread (PE), for the trace's thread table. */
@@ -290,6 +291,9 @@ typedef struct plugin {
      * them, by whichever thread holds the token; count_inline says whether
      * this run counts so, decided before the first translation. */
     uint64_t inline_insns;
+    /* ... and the library blocks among them that store (progress for the
+     * spin rule, which the running thread takes at its next callback) */
+    uint64_t inline_lib_stores;
     int count_inline;
     uint64_t inline_blocks; /* translated so (WEFT_PLUGIN_STATS) */
     uint64_t translated; /* blocks translated by this process (a server's child: since its fork) */
@@ -335,8 +339,10 @@ void plugin_inline_setup(void);
  * a callback) one whose start needs no callback, its instructions counted
  * by an inline add to g_plugin.inline_insns? One with no callback of any of
  * its instructions, not right after an SVC (where a new thread starts and
- * a syscall returns), and in a library also without stores or a backward
- * jump at its end (a loop keeps its count of blocks for the spin watch). */
+ * a syscall returns), and in a library without a backward jump at its end
+ * closing a loop that may wait (such a loop keeps its count of blocks for
+ * the spin watch). A library block that stores also adds one to
+ * g_plugin.inline_lib_stores: its thread's progress. */
 int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, int any_cb);
 
 /* Instructions run in inline-counted blocks belong to the thread that ran
@@ -344,16 +350,24 @@ int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, 
  * A callback entered from guest code adds them (settle); one that may have
  * waited, or follows a syscall, starts counting anew when it leaves
  * (resync). With no inline counting both are no-ops. */
+void plugin_spin_progress(vcpu_state *v); /* plugin_spin.c */
+
 static inline void plugin_inline_settle(vcpu_state *v)
 {
     uint64_t g = __atomic_load_n(&g_plugin.inline_insns, __ATOMIC_RELAXED);
     v->insns += g - v->inline_seen;
     v->inline_seen = g;
+    uint64_t s = __atomic_load_n(&g_plugin.inline_lib_stores, __ATOMIC_RELAXED);
+    if (s != v->stores_seen) {
+        v->stores_seen = s;
+        plugin_spin_progress(v); /* what the block's own call did at its start */
+    }
 }
 
 static inline void plugin_inline_resync(vcpu_state *v)
 {
     v->inline_seen = __atomic_load_n(&g_plugin.inline_insns, __ATOMIC_RELAXED);
+    v->stores_seen = __atomic_load_n(&g_plugin.inline_lib_stores, __ATOMIC_RELAXED);
 }
 
 /* plugin_fault.c */
