@@ -40,6 +40,11 @@ void plugin_parallel_note_api(int version)
     api_version = version;
 }
 
+int plugin_qemu_api_version(void)
+{
+    return api_version;
+}
+
 /* The displacement of the first `mov disp(%rdi),%eax` among the function's
  * leading plain loads from %rdi, or -1. */
 static long cflags_offset(const uint8_t *p)

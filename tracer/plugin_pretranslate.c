@@ -162,7 +162,7 @@ static void find_env(void *cpu, uint64_t want_pc)
 static void setup(struct qemu_plugin_tb *tb)
 {
     const char *e = getenv("WEFT_SERVER_PRETRANSLATE");
-    if (e && !strcmp(e, "0"))
+    if ((e && !strcmp(e, "0")) || plugin_qemu_api_version() != 1)
         return;
     pt.get_state = (get_state_fn)dlsym(RTLD_DEFAULT, "cpu_get_tb_cpu_state");
     pt.cflags = (curr_cflags_fn)dlsym(RTLD_DEFAULT, "curr_cflags");

@@ -494,6 +494,9 @@ void pretranslate_absorb(void);
 
 /* plugin_parallel.c: qemu's parallel code from the first block on. */
 void plugin_parallel_note_api(int version);
+/* The plugin API version qemu reported (1: qemu 7.x, whose internals
+ * plugin_parallel.c and plugin_pretranslate.c know). */
+int plugin_qemu_api_version(void);
 void plugin_parallel_from_start(void);
 /* Open the trace at cfg.out with the kept meta and the current settings. */
 int plugin_open_writer(char *err, size_t errlen);
