@@ -99,29 +99,30 @@ static void *current_cpu(void)
     return current_cpu_slot ? *current_cpu_slot : NULL;
 }
 
-static uint64_t code_hash(struct qemu_plugin_tb *tb, size_t n)
+#define FNV_START 0xcbf29ce484222325ull
+
+/* FNV-1a, continued from h: a child hashes its block one instruction at a
+ * time, the server the same bytes at once. */
+static uint64_t fnv(uint64_t h, const void *data, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *d = qemu_plugin_insn_data(qemu_plugin_tb_get_insn(tb, i));
-        for (int k = 0; k < 4; k++)
-            h = (h ^ d[k]) * 0x100000001b3ull;
-    }
+    const uint8_t *d = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ d[i]) * 0x100000001b3ull;
     return h;
 }
 
-static uint64_t bytes_hash(const uint8_t *d, size_t len)
+static uint64_t code_hash(struct qemu_plugin_tb *tb, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ d[i]) * 0x100000001b3ull;
+    uint64_t h = FNV_START;
+    for (size_t i = 0; i < n; i++)
+        h = fnv(h, qemu_plugin_insn_data(qemu_plugin_tb_get_insn(tb, i)), 4);
     return h;
 }
 
 static uint32_t note_check(const noted_block *b)
 {
     uint64_t f[5] = {b->pc, b->cs_base, b->code_hash, (uint64_t)b->flags << 32 | b->cflags, b->n};
-    uint64_t h = bytes_hash((const uint8_t *)f, sizeof f);
+    uint64_t h = fnv(FNV_START, f, sizeof f);
     return (uint32_t)(h ^ h >> 32) | 1; /* never 0, what an unwritten slot holds */
 }
 
@@ -260,7 +261,8 @@ static int translatable(const noted_block *b)
     uintptr_t base;
     if (!plugin_guest_base(&base))
         return 0;
-    return bytes_hash((const uint8_t *)(base + (uintptr_t)b->pc), 4 * (size_t)b->n) == b->code_hash;
+    return fnv(FNV_START, (const void *)(base + (uintptr_t)b->pc), 4 * (size_t)b->n) ==
+           b->code_hash;
 }
 
 void pretranslate_absorb(void)
