@@ -181,14 +181,11 @@ size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n)
         const weft_event *e = &ev[i];
         uint8_t *tag = p++;
         uint8_t k = e->kind & 0x0f;
-        uint64_t dt = e->time - time;
-        trc_chunk_next *x = &pr.next[chunk_slot(pc)];
+        uint64_t dt = e->time - time, meta = CHUNK_META(k, e->size, e->flags);
+        trc_chunk_slot *x = &pr.slot[chunk_slot(pc)];
         /* One branch for the whole prediction: which field missed does not
          * matter, and a chain of compares mispredicts at each. */
-        uint64_t miss = (x->key ^ pc) | (x->pc ^ e->pc) | (x->dt ^ dt) |
-                        (uint64_t)((x->kind ^ k) | (x->size ^ e->size) | (x->flags ^ e->flags) |
-                                   (x->valid ^ 1u));
-        if (!miss) {
+        if (!((x->key ^ pc) | (x->pc ^ e->pc) | (x->dt ^ dt) | (x->meta ^ meta))) {
             k |= CREC_P;
         } else {
             p = trc_put_varint(p, dt);
@@ -201,23 +198,22 @@ size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n)
                 p = trc_put_varint(p, e->flags);
             }
             p = trc_put_varint(p, trc_zigzag(e->pc - pc));
-            *x = (trc_chunk_next){.key = pc,
-                                  .pc = e->pc,
-                                  .dt = dt,
-                                  .flags = e->flags,
-                                  .kind = (uint8_t)(e->kind & 0x0f),
-                                  .size = e->size,
-                                  .valid = 1};
+            x->key = pc;
+            x->pc = e->pc;
+            x->dt = dt;
+            x->meta = meta;
         }
-        trc_chunk_addr *y = &pr.addr[chunk_slot(e->pc)];
-        bool known = y->valid && y->key == e->pc;
+        trc_chunk_slot *y = &pr.slot[chunk_slot(e->pc)];
+        bool known = y->avalid && y->akey == e->pc;
         uint64_t base = known ? y->addr + y->stride : addr;
         if (e->addr == base)
             k |= CREC_A;
         else
             p = trc_put_varint(p, trc_zigzag(e->addr - base));
-        *y = (trc_chunk_addr){
-            .key = e->pc, .addr = e->addr, .stride = known ? e->addr - y->addr : 0, .valid = 1};
+        y->stride = known ? e->addr - y->addr : 0;
+        y->akey = e->pc;
+        y->addr = e->addr;
+        y->avalid = 1;
         *tag = k;
         time = e->time;
         addr = e->addr;
@@ -261,9 +257,9 @@ int trc_chunk_decode(trc_chunk_state *s, const uint8_t **pp, const uint8_t *end,
         }
         r->thread = s->thread;
         r->kind = kind;
-        trc_chunk_next *x = &pr->next[chunk_slot(pc)];
+        trc_chunk_slot *x = &pr->slot[chunk_slot(pc)];
         if (k & CREC_P) {
-            if (!x->valid || x->key != pc || x->kind != kind || (k & (REC_S | REC_F))) {
+            if (!x->meta || x->key != pc || (x->meta & 0xff) != kind || (k & (REC_S | REC_F))) {
                 *why = "bad prediction";
                 goto out;
             }
@@ -273,8 +269,8 @@ int trc_chunk_decode(trc_chunk_state *s, const uint8_t **pp, const uint8_t *end,
             }
             time += x->dt;
             pc = x->pc;
-            r->size = x->size;
-            r->flags = x->flags;
+            r->size = (uint8_t)(x->meta >> 8);
+            r->flags = (uint16_t)(x->meta >> 16);
         } else {
             if (!(p = trc_get_varint(p, end, &v)) || time + v < time) {
                 *why = "bad time field";
@@ -304,18 +300,15 @@ int trc_chunk_decode(trc_chunk_state *s, const uint8_t **pp, const uint8_t *end,
             }
             uint64_t prev = pc;
             pc += trc_unzigzag(v);
-            *x = (trc_chunk_next){.key = prev,
-                                  .pc = pc,
-                                  .dt = dt,
-                                  .flags = r->flags,
-                                  .kind = kind,
-                                  .size = r->size,
-                                  .valid = 1};
+            x->key = prev;
+            x->pc = pc;
+            x->dt = dt;
+            x->meta = CHUNK_META(kind, r->size, r->flags);
         }
         r->time = time;
         r->pc = pc;
-        trc_chunk_addr *y = &pr->addr[chunk_slot(pc)];
-        bool known = y->valid && y->key == pc;
+        trc_chunk_slot *y = &pr->slot[chunk_slot(pc)];
+        bool known = y->avalid && y->akey == pc;
         uint64_t base = known ? y->addr + y->stride : addr;
         if (k & CREC_A) {
             addr = base;
@@ -326,8 +319,10 @@ int trc_chunk_decode(trc_chunk_state *s, const uint8_t **pp, const uint8_t *end,
             }
             addr = base + trc_unzigzag(v);
         }
-        *y = (trc_chunk_addr){
-            .key = pc, .addr = addr, .stride = known ? addr - y->addr : 0, .valid = 1};
+        y->stride = known ? addr - y->addr : 0;
+        y->akey = pc;
+        y->addr = addr;
+        y->avalid = 1;
         r->addr = addr;
     }
     rc = 0;

@@ -52,7 +52,7 @@ static int cursor_load(trc_merge *m, uint32_t t, trc_cursor *c)
     c->p = c->buf + CHUNK_HDR_SIZE;
     c->end = c->p + k->len;
     c->left = k->count;
-    if (!c->d && !(c->d = malloc(sizeof *c->d))) {
+    if (!c->d && !(c->d = aligned_alloc(_Alignof(trc_chunk_state), sizeof *c->d))) {
         trc_seterr(m->err, m->errlen, "%s: out of memory", m->spool_path);
         return -1;
     }

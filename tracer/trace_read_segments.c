@@ -174,7 +174,7 @@ static int open_chunk(weft_trace *t, uint32_t th, struct trc_seg_cursor *c)
         return trc_read_fail(t, c->seg_off, "chunk checksum mismatch");
     if (c->any && base < c->last)
         return trc_read_fail(t, c->seg_off, "thread goes back in time");
-    if ((!c->d && !(c->d = malloc(sizeof *c->d))) ||
+    if ((!c->d && !(c->d = aligned_alloc(_Alignof(trc_chunk_state), sizeof *c->d))) ||
         (!c->rec && !(c->rec = malloc(SEG_BATCH * sizeof *c->rec))))
         return trc_read_fail(t, c->seg_off, "out of memory");
     *c->d = (trc_chunk_state){.time = base, .thread = th};
