@@ -200,8 +200,9 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
         return;
     size_t al = strlen(args);
     /* The first ten million events or so are enough to see the shared
-     * addresses: a learning run stops after 32 MB of spool (at about 3 bytes
-     * an event on a real program, docs/trace-format.md), so that a real
+     * addresses: a learning run stops after 32 MB of spool, of raw chunks
+     * (spool=raw: about 3 bytes an event on a real program, docs/
+     * trace-format.md, not the compressed segments of a trace), so that a real
      * program's learning costs a fraction of one of its schedules and a
      * guest that spins for the whole time limit does not write gigabytes
      * here. A run that counts steps goes on to the end, recording no more
@@ -209,10 +210,11 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
      * watches nor records the libraries' stores and their loads outside
      * wait loops (libaccess, replay_run_args): its trace is read only if it
      * dies before its record, for the steps, which those never are. */
-    al += how & ROUND_LEARN ? (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu",
-                                               (unsigned long long)c->learn_bytes)
-                            : (size_t)snprintf(args + al, sizeof args - al,
-                                               ",maxev=%llu,libaccess=skip", 10000000ull);
+    al += how & ROUND_LEARN
+              ? (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu,spool=raw",
+                                 (unsigned long long)c->learn_bytes)
+              : (size_t)snprintf(args + al, sizeof args - al, ",maxev=%llu,libaccess=skip",
+                                 10000000ull);
     snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
     guest_result r = {0};
     uint32_t flags = 0;

@@ -93,6 +93,8 @@ static int parse_run_arg(plugin_config *c, const char *k, const char *val)
         c->max_events = x;
     else if (!strcmp(k, "maxsize") && num)
         c->max_bytes = x;
+    else if (!strcmp(k, "spool") && !strcmp(val, "raw"))
+        c->raw_spool = 1;
     else if (!strcmp(k, "sync") && num && x <= 1)
         c->not_durable = !x;
     else if (!strcmp(k, "lazy") && num && x <= 1)

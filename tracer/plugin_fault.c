@@ -236,7 +236,7 @@ void plugin_stop(void)
     if (why == WEFT_TRACE_STOP_DISK)
         fprintf(stderr,
                 "weft: stopping the run: only %" PRIu64 " MiB left on the trace's file system "
-                "(weft keeps %" PRIu64 " MiB and half the spool free); the trace so far is "
+                "(weft keeps %" PRIu64 " MiB and room for the trace free); the trace so far is "
                 "kept, flagged truncated\n",
                 free_bytes >> 20, g_plugin.cfg.min_free >> 20);
     else

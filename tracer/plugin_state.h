@@ -134,6 +134,7 @@ typedef struct plugin_config {
     const char *injected; /* JSON report of what was injected */
     uint64_t max_events;  /* stop recording after about this many events (0: no limit) */
     uint64_t max_bytes;   /* stop the run when the spool would pass this (0: no limit) */
+    int raw_spool;        /* spool=raw: raw chunks, not segments (a learning run's) */
     uint64_t min_free;    /* ... or when its file system has less free (0: never) */
     int not_durable;      /* sync=0: the trace is not fsynced (a campaign's run) */
     int summary_only; /* lazy=1: no events in the trace unless the run deadlocked or livelocked */

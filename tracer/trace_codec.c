@@ -334,6 +334,35 @@ out:
     return rc;
 }
 
+size_t trc_chunk_check(const uint8_t *b, size_t avail, uint32_t thread, uint64_t prev, trc_chunk *c,
+                       uint64_t *last)
+{
+    if (avail < CHUNK_HDR_SIZE)
+        return 0;
+    uint32_t count = get_u32(b + 8), len = get_u32(b + 12);
+    if (get_u32(b) != CHUNK_MAGIC || get_u32(b + 4) != thread || count == 0 ||
+        count > BLOCK_MAX_EVENTS || len > PAYLOAD_MAX || len > avail - CHUNK_HDR_SIZE ||
+        trc_crc32(trc_crc32(0, b, 24), b + CHUNK_HDR_SIZE, len) != get_u32(b + 24))
+        return 0;
+    *c = (trc_chunk){.count = count, .len = len, .base_time = get_u64(b + 16)};
+    /* Decoded, so that the merge will not fail on it, and the thread's
+     * stream monotonic as the writer guaranteed (within a chunk it is by
+     * construction). */
+    trc_chunk_state st = {.time = c->base_time, .thread = thread};
+    trc_rec recs[256];
+    const uint8_t *p = b + CHUNK_HDR_SIZE, *end = p + len;
+    const char *why;
+    for (uint32_t i = 0; i < count; i += 256) {
+        uint32_t n = count - i < 256 ? count - i : 256;
+        if (trc_chunk_decode(&st, &p, end, recs, n, &why) < 0 || (i == 0 && recs[0].time < prev))
+            return 0;
+    }
+    if (p != end)
+        return 0;
+    *last = st.time;
+    return CHUNK_HDR_SIZE + (size_t)len;
+}
+
 /* ---- checked I/O ---- */
 
 int trc_write_all(int fd, const void *p, size_t n)

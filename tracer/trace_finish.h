@@ -22,7 +22,14 @@ typedef struct trc_cursor {
     trc_chunk_state *d;
     trc_rec *rec;       /* version 1's decoded batch; rec[i..n) not merged yet */
     uint32_t i, n, max; /* max: capacity of rec */
+    /* chunks in a segment of the spool: that segment, decompressed */
+    uint8_t *seg_z, *seg_raw;
+    uint32_t seg; /* loaded (as trc_chunk.seg), or 0 */
+    void *zd;     /* ZSTD_DCtx */
 } trc_cursor;
+
+/* What a cursor holds (not the cursor itself). */
+void trc_cursor_free(trc_cursor *c);
 
 typedef struct trc_merge {
     int spool_fd;
@@ -105,6 +112,7 @@ typedef struct frame_job {
     size_t zcap, zlen;
     int err;
     bool encoded;
+    bool ready; /* z already holds its record (a segment from the spool) */
 } frame_job;
 
 typedef struct frame_encoder {
@@ -141,6 +149,12 @@ void frame_out_publish(frame_out *f, uint32_t n, uint64_t base_time);
 uint8_t *frame_out_next_segment(frame_out *f);
 void frame_out_publish_segment(frame_out *f, size_t len, uint32_t thread, uint32_t nchunks,
                                uint32_t events, uint64_t first_time);
+
+/* Room for a record written already (zcap bytes, in *cap), once a slot is
+ * free; then frame_out_publish_ready with its length. It is written in its
+ * turn as it is. */
+uint8_t *frame_out_next_ready(frame_out *f, size_t *cap);
+void frame_out_publish_ready(frame_out *f, size_t zlen);
 
 /* Version 4: the index's chunks, undecoded, as segments to fo in
  * canonical order (trace_segments.c). 0, or -1 with m's error set. */

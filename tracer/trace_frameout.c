@@ -47,26 +47,16 @@ static void encoder_free(frame_encoder *e)
  * checksum covers the compressed bytes (each chunk keeps its own). */
 static void encode_segment(frame_encoder *e, frame_job *j)
 {
-    size_t z = ZSTD_compress2(e->zc, j->z + SEG_HDR_SIZE, j->zcap - SEG_HDR_SIZE, j->in, j->in_len);
-    if (ZSTD_isError(z)) {
+    j->zlen = trc_seg_pack(e->zc, j->z, j->zcap, j->in, j->in_len, j->thread, j->nchunks, j->n,
+                           j->base_time);
+    if (!j->zlen)
         j->err = ENOMEM;
-        j->zlen = 0;
-        return;
-    }
-    uint8_t *h = j->z;
-    put_u32(h, SEG_MAGIC);
-    put_u32(h + 4, j->thread);
-    put_u32(h + 8, j->nchunks);
-    put_u32(h + 12, j->n);
-    put_u32(h + 16, (uint32_t)j->in_len);
-    put_u32(h + 20, (uint32_t)z);
-    put_u64(h + 24, j->base_time);
-    put_u32(h + 32, trc_crc32(trc_crc32(0, h, 32), h + SEG_HDR_SIZE, z));
-    j->zlen = SEG_HDR_SIZE + z;
 }
 
 static void encode(frame_encoder *e, frame_job *j)
 {
+    if (j->ready)
+        return;
     if (e->fo->segments) {
         encode_segment(e, j);
         return;
@@ -191,6 +181,14 @@ trc_rec *frame_out_next(frame_out *f)
     return f->job[f->published % f->nslots].rec;
 }
 
+static void publish(frame_out *f)
+{
+    pthread_mutex_lock(&f->lock);
+    f->published++;
+    pthread_cond_signal(&f->wake_enc);
+    pthread_mutex_unlock(&f->lock);
+}
+
 void frame_out_publish(frame_out *f, uint32_t n, uint64_t base_time)
 {
     frame_job *j = &f->job[f->published % f->nslots];
@@ -199,16 +197,40 @@ void frame_out_publish(frame_out *f, uint32_t n, uint64_t base_time)
     j->err = 0;
     j->zlen = 0;
     j->encoded = false;
+    j->ready = false;
     if (!f->nenc) {
         encode(&f->enc[0], j);
         j->encoded = true;
         f->published++;
         return;
     }
-    pthread_mutex_lock(&f->lock);
-    f->published++;
-    pthread_cond_signal(&f->wake_enc);
-    pthread_mutex_unlock(&f->lock);
+    publish(f);
+}
+
+uint8_t *frame_out_next_ready(frame_out *f, size_t *cap)
+{
+    while (f->published - f->written >= f->nslots)
+        write_next(f);
+    frame_job *j = &f->job[f->published % f->nslots];
+    *cap = j->zcap;
+    return j->z;
+}
+
+void frame_out_publish_ready(frame_out *f, size_t zlen)
+{
+    frame_job *j = &f->job[f->published % f->nslots];
+    j->zlen = zlen;
+    j->err = 0;
+    j->ready = true;
+    if (!f->nenc) {
+        j->encoded = true;
+        f->published++;
+        return;
+    }
+    /* Nothing to encode, but a helper passes it on all the same: the slot
+     * is reused only once the helpers have taken it. */
+    j->encoded = false;
+    publish(f);
 }
 
 uint8_t *frame_out_next_segment(frame_out *f)

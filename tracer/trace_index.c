@@ -46,10 +46,29 @@ int trc_index_add(trc_spool_index *ix, uint32_t thread, const trc_chunk *c)
     return 0;
 }
 
+int trc_index_add_seg(trc_spool_index *ix, uint32_t thread, const trc_seg *sg)
+{
+    if (index_grow(ix, thread) < 0)
+        return -1;
+    trc_thread_chunks *t = &ix->threads[thread];
+    if (t->nsegs == t->segs_cap) {
+        size_t cap = t->segs_cap ? t->segs_cap * 2 : 16;
+        trc_seg *v = realloc(t->segs, cap * sizeof *v);
+        if (!v)
+            return -1;
+        t->segs = v;
+        t->segs_cap = cap;
+    }
+    t->segs[t->nsegs++] = *sg;
+    return 0;
+}
+
 void trc_index_free(trc_spool_index *ix)
 {
-    for (uint32_t i = 0; i < ix->nthreads; i++)
+    for (uint32_t i = 0; i < ix->nthreads; i++) {
         free(ix->threads[i].v);
+        free(ix->threads[i].segs);
+    }
     free(ix->threads);
     ix->threads = NULL;
     ix->nthreads = 0;

@@ -411,10 +411,29 @@ ssize_t trc_pread_all(int fd, void *p, size_t n, uint64_t off);
 
 /* ---- spool index and merge (trace_merge.c) ---- */
 typedef struct trc_chunk {
-    uint64_t off; /* of the chunk header in the spool */
+    /* seg 0: the chunk's header is at off in the spool; seg s: it is at
+     * off in the raw bytes of the thread's segment s - 1 (below) */
+    uint64_t off;
     uint32_t count, len;
     uint64_t base_time;
+    uint32_t seg;
 } trc_chunk;
+
+/* The whole chunk of `thread` at b (avail bytes there), its first event not
+ * before prev: its length, with *c (but off and seg) and its last event's
+ * time in *last; 0 if it is torn or does not verify (salvage). */
+size_t trc_chunk_check(const uint8_t *b, size_t avail, uint32_t thread, uint64_t prev, trc_chunk *c,
+                       uint64_t *last);
+
+/* A segment of a thread's chunks compressed while the guest ran (docs/
+ * trace-format.md, "Segments written as the threads append"): its record
+ * in the spool is the trace's segment as it will be copied there. */
+typedef struct trc_seg {
+    uint64_t off; /* of its header in the spool */
+    uint32_t comp_len, raw_len, nchunks, events;
+    uint64_t first_time;
+    size_t chunk0; /* its first chunk in the thread's list */
+} trc_seg;
 
 /* What a thread's events say about it: counted by the writer as it
  * appends (the index's `counted`), or by the merge as it decodes. */
@@ -443,6 +462,8 @@ static inline void trc_stats_note(trc_thread_stats *x, uint8_t kind, uint64_t ad
 typedef struct trc_thread_chunks {
     trc_chunk *v;
     size_t n, cap;
+    trc_seg *segs; /* in the thread's order; its chunks point into them */
+    size_t nsegs, segs_cap;
     uint64_t last_time;  /* time of the thread's last appended event */
     uint64_t events;     /* in the chunks */
     uint64_t skipped;    /* appended but not kept (skip records) */
@@ -459,6 +480,8 @@ typedef struct trc_spool_index {
 } trc_spool_index;
 
 int trc_index_add(trc_spool_index *ix, uint32_t thread, const trc_chunk *c);
+/* The thread's next segment (its chunks are indexed with seg = nsegs). */
+int trc_index_add_seg(trc_spool_index *ix, uint32_t thread, const trc_seg *sg);
 /* Count n events of thread up to last_time as appended but not kept. */
 int trc_index_skip(trc_spool_index *ix, uint32_t thread, uint64_t n, uint64_t last_time);
 /* Has the thread appended anything, kept or not? Then last_time is its. */
@@ -483,15 +506,31 @@ typedef struct trc_live {
     size_t size;
     char *path;
     uint8_t *ready; /* per slot: disk space reserved */
+    uint32_t areas; /* pending areas handed out (trc_live_area) */
     pthread_mutex_t lock;
     bool inited; /* lock initialized */
     bool linger; /* closing leaves anonymous memory where the slots were */
 } trc_live;
 
+/* A thread's chunks waiting for their segment (trace_spool_segments.c):
+ * raw[0, len) are whole chunks, and the thread had segs_before segments in
+ * the spool when the first of them came. */
+#define PEND_MAGIC 0x444e5057u /* "WPND" little-endian */
+typedef struct trc_pend_area {
+    uint32_t magic, thread;
+    uint32_t segs_before, len; /* len: stored after the bytes it covers */
+    uint8_t reserved[48];
+    uint8_t raw[SEG_RAW_TARGET];
+} trc_pend_area;
+
 /* Create `path`.live beside the spool (identified by spool_fd); on failure
  * the writer goes on without (l->map NULL). */
 void trc_live_open(trc_live *l, const char *path, int spool_fd);
 weft_trace_buf *trc_live_slot(trc_live *l, unsigned slot);
+/* A pending area of its own for thread, its disk space reserved; NULL if
+ * none is left or the disk is full (the thread's chunks then wait in
+ * private memory). Thread-safe. */
+trc_pend_area *trc_live_area(trc_live *l, uint32_t thread);
 void trc_live_close(trc_live *l, bool remove);
 /* Salvage: append the events still in `path`.live's buffers to the spool
  * as chunks from *end on (advancing it), and index them; the fault note
@@ -499,6 +538,57 @@ void trc_live_close(trc_live *l, bool remove);
 int trc_live_salvage(const char *path, int spool_fd, trc_spool_index *ix, uint64_t *end,
                      int32_t exit_status);
 void trc_live_unlink(const char *path);
+
+/* ---- segments written as the threads append (trace_spool_segments.c) ---- */
+/* Compress raw (a thread's whole chunks) with zc into the segment record at
+ * z (zcap bytes): its length, or 0 if it does not fit. */
+size_t trc_seg_pack(void *zc, uint8_t *z, size_t zcap, const uint8_t *raw, size_t raw_len,
+                    uint32_t thread, uint32_t nchunks, uint32_t events, uint64_t first_time);
+/* A zstd compression context for trc_seg_pack (NULL: out of memory). */
+void *trc_seg_zctx(int level);
+void trc_seg_zctx_free(void *zc);
+/* A segment header's fields into *thread and sg (all but off and chunk0):
+ * 0 if they are possible, -1 if not. */
+int trc_seg_parse(const uint8_t *h, uint32_t *thread, trc_seg *sg);
+/* Segment sg of thread from the spool into z (zcap bytes), its header
+ * matching sg and its checksum right: 0, or -1. */
+int trc_seg_read(int fd, const trc_seg *sg, uint32_t thread, uint8_t *z, size_t zcap);
+/* The record z decompressed into raw (sg->raw_len bytes) with zd (a
+ * ZSTD_DCtx): 0, or -1. */
+int trc_seg_unpack(void *zd, const uint8_t *z, const trc_seg *sg, uint8_t *raw);
+
+/* Where a closed segment goes (the writer's spool): rec is its record, sg
+ * its index entry but for off; rec NULL: it could not be compressed (out
+ * of memory). 0, or -1 (the sink has failed the writer). */
+typedef int (*trc_seg_sink)(void *ctx, uint32_t thread, const uint8_t *rec, size_t len,
+                            const trc_seg *sg);
+typedef struct trc_pending trc_pending;
+typedef struct trc_seg_zctx_buf {
+    void *zc;
+    uint8_t *z;
+} trc_seg_zctx_buf;
+#define TRC_ONLINE_ZCTX 8 /* idle contexts kept (about 1 MB each) */
+typedef struct trc_online {
+    pthread_mutex_t lock; /* th's growth, the idle contexts */
+    trc_pending **th;     /* per thread, made at its first append */
+    uint32_t nth;
+    trc_seg_zctx_buf zc[TRC_ONLINE_ZCTX];
+    uint32_t nzc;
+    int level;
+} trc_online;
+
+int trc_online_init(trc_online *o, int level);
+void trc_online_free(trc_online *o);
+/* Thread's pending segment, made at its first call (NULL: out of memory). */
+trc_pending *trc_online_thread(trc_online *o, trc_live *live, uint32_t thread);
+/* Add an append's chunks (chunks[i] at buf + chunks[i].off) to p, closing
+ * the segment into sink first whenever the next chunk would not fit; each
+ * chunk's off and seg then say where the index finds it. Appends of one
+ * thread must not overlap. 0, or sink's -1. */
+int trc_online_add(trc_online *o, trc_pending *p, uint32_t thread, const uint8_t *buf,
+                   trc_chunk *chunks, size_t nchunks, trc_seg_sink sink, void *ctx);
+/* Close every thread's segment, at the end. */
+int trc_online_flush(trc_online *o, trc_seg_sink sink, void *ctx);
 
 /* ---- the reader (trace_read.c, trace_read_frames.c) ---- */
 struct weft_trace {

@@ -27,7 +27,12 @@
 #define LIVE_HDR 4096
 #define LIVE_HDR_USED 56 /* magic, sizes, slots, spool identity */
 #define LIVE_SLOT (((sizeof(weft_trace_buf) + 4095) / 4096) * 4096)
-#define LIVE_SIZE (LIVE_HDR + (size_t)WEFT_TRACE_BUF_SLOTS * LIVE_SLOT)
+#define LIVE_AREA (((sizeof(trc_pend_area) + 4095) / 4096) * 4096)
+/* Pending areas: one per thread that has appended, never reused. A run of
+ * more threads keeps the later ones' pending chunks in private memory. */
+#define LIVE_AREAS 4096u
+#define LIVE_AREAS_AT (LIVE_HDR + (size_t)WEFT_TRACE_BUF_SLOTS * LIVE_SLOT)
+#define LIVE_SIZE (LIVE_AREAS_AT + (size_t)LIVE_AREAS * LIVE_AREA)
 
 _Static_assert(sizeof(weft_event) == 40, "weft_event is stored as is");
 _Static_assert(offsetof(weft_trace_buf, ev) % 64 == 0, "events start on a cache line");
@@ -92,6 +97,7 @@ void trc_live_open(trc_live *l, const char *path, int spool_fd)
     put_u32(h + 8, (uint32_t)sizeof(weft_trace_buf));
     put_u32(h + 12, (uint32_t)LIVE_SLOT);
     put_u32(h + 16, WEFT_TRACE_BUF_SLOTS);
+    put_u32(h + 20, (uint32_t)LIVE_AREA);
     spool_identity(spool_fd, h + 24);
     /* Through write, not the mapping: a full disk fails here, not as SIGBUS. */
     if (trc_write_all(l->fd, h, sizeof h) != 0)
@@ -105,13 +111,13 @@ void trc_live_open(trc_live *l, const char *path, int spool_fd)
  * cost a campaign of a small program a tenth of its time; written pages
  * are in the page cache already, and the file is removed long before they
  * would be written back. */
-static int slot_allocate(int fd, off_t at)
+static int slot_allocate(int fd, off_t at, size_t size)
 {
     static const uint8_t zeros[64 << 10];
-    if (posix_fallocate(fd, at, (off_t)LIVE_SLOT) != 0)
+    if (posix_fallocate(fd, at, (off_t)size) != 0)
         return -1;
-    for (size_t done = 0; done < LIVE_SLOT;) {
-        size_t n = LIVE_SLOT - done < sizeof zeros ? LIVE_SLOT - done : sizeof zeros;
+    for (size_t done = 0; done < size;) {
+        size_t n = size - done < sizeof zeros ? size - done : sizeof zeros;
         ssize_t w = pwrite(fd, zeros, n, at + (off_t)done);
         if (w < 0 && errno == EINTR)
             continue;
@@ -129,7 +135,7 @@ weft_trace_buf *trc_live_slot(trc_live *l, unsigned slot)
     weft_trace_buf *b = (weft_trace_buf *)(l->map + LIVE_HDR + (size_t)slot * LIVE_SLOT);
     pthread_mutex_lock(&l->lock);
     if (!l->ready[slot]) {
-        if (slot_allocate(l->fd, (off_t)(LIVE_HDR + (size_t)slot * LIVE_SLOT)) == 0) {
+        if (slot_allocate(l->fd, (off_t)(LIVE_HDR + (size_t)slot * LIVE_SLOT), LIVE_SLOT) == 0) {
             b->thread = UINT32_MAX;
             l->ready[slot] = 1;
         } else {
@@ -138,6 +144,27 @@ weft_trace_buf *trc_live_slot(trc_live *l, unsigned slot)
     }
     pthread_mutex_unlock(&l->lock);
     return b;
+}
+
+trc_pend_area *trc_live_area(trc_live *l, uint32_t thread)
+{
+    trc_pend_area *a = NULL;
+    if (!l->map)
+        return NULL;
+    pthread_mutex_lock(&l->lock);
+    if (l->areas < LIVE_AREAS) {
+        size_t at = LIVE_AREAS_AT + (size_t)l->areas * LIVE_AREA;
+        if (slot_allocate(l->fd, (off_t)at, LIVE_AREA) == 0) {
+            a = (trc_pend_area *)(l->map + at);
+            a->thread = thread;
+            a->segs_before = 0;
+            a->len = 0;
+            __atomic_store_n(&a->magic, PEND_MAGIC, __ATOMIC_RELEASE);
+            l->areas++;
+        }
+    }
+    pthread_mutex_unlock(&l->lock);
+    return a;
 }
 
 void trc_live_close(trc_live *l, bool remove)
@@ -188,6 +215,47 @@ static int append_chunks(int fd, trc_spool_index *ix, uint64_t *end, uint32_t t,
     return rc;
 }
 
+/* The chunks of the pending area at `at` that are not in the spool: after
+ * the thread's segments there (segs_before says how many came before
+ * them: more, and they are in the spool; fewer, and one is lost), and
+ * after the chunks an earlier salvage appended. Appended as raw chunks. */
+static int area_salvage(int fd, uint64_t at, int spool_fd, trc_spool_index *ix, uint64_t *end,
+                        uint8_t *raw)
+{
+    uint8_t h[16];
+    if (trc_pread_all(fd, h, sizeof h, at) != (ssize_t)sizeof h || get_u32(h) != PEND_MAGIC)
+        return 0;
+    uint32_t t = get_u32(h + 4), segs = get_u32(h + 8), len = get_u32(h + 12);
+    const trc_thread_chunks *tc = t < ix->nthreads ? &ix->threads[t] : NULL;
+    if (t >= WEFT_TRACE_MAX_THREADS || len > SEG_RAW_TARGET || segs != (tc ? tc->nsegs : 0) ||
+        trc_pread_all(fd, raw, len, at + offsetof(trc_pend_area, raw)) != (ssize_t)len)
+        return 0;
+    uint64_t skip = tc ? tc->events : 0;
+    for (size_t i = 0; tc && i < tc->nsegs; i++)
+        skip -= tc->segs[i].events;
+    for (size_t p = 0; p < len;) {
+        trc_chunk c;
+        uint64_t last, prev = trc_index_seen(ix, t) ? ix->threads[t].last_time : 0;
+        size_t n = trc_chunk_check(raw + p, len - p, t, skip ? 0 : prev, &c, &last);
+        if (!n)
+            break;
+        if (skip >= c.count) { /* appended already */
+            skip -= c.count;
+        } else if (skip) {
+            break; /* not on a chunk's boundary: not the same chunks */
+        } else {
+            c.off = *end;
+            if (pwrite(spool_fd, raw + p, n, (off_t)*end) != (ssize_t)n ||
+                trc_index_add(ix, t, &c) < 0)
+                return -1;
+            ix->threads[t].last_time = last;
+            *end += n;
+        }
+        p += n;
+    }
+    return 0;
+}
+
 /* The buffered events of one slot not already in the spool, checked like
  * an append's; returns how many of b->ev from *first on to keep. */
 static size_t slot_events(const weft_trace_buf *b, const trc_spool_index *ix, size_t *first)
@@ -226,8 +294,16 @@ int trc_live_salvage(const char *path, int spool_fd, trc_spool_index *ix, uint64
     spool_identity(spool_fd, id);
     if (!b || trc_pread_all(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
         memcmp(h, LIVE_MAGIC, 8) != 0 || get_u32(h + 8) != sizeof *b ||
-        get_u32(h + 12) != LIVE_SLOT || memcmp(h + 24, id, sizeof id) != 0)
+        get_u32(h + 12) != LIVE_SLOT || get_u32(h + 20) != LIVE_AREA ||
+        memcmp(h + 24, id, sizeof id) != 0)
         goto out; /* not this run's */
+    /* The pending segments' chunks first: the buffers' events follow them. */
+    uint8_t *raw = malloc(SEG_RAW_TARGET);
+    for (unsigned a = 0; raw && a < LIVE_AREAS && rc == 0; a++)
+        rc = area_salvage(fd, LIVE_AREAS_AT + (uint64_t)a * LIVE_AREA, spool_fd, ix, end, raw);
+    free(raw);
+    if (rc)
+        goto out;
     weft_event fault = {0};
     uint64_t fault_seq = 0;
     uint32_t fault_thread = 0;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd.h>
 
 /* Records decoded ahead per thread: enough to amortize a refill, few enough
  * that every thread's batch stays in cache while the merge walks them. */
@@ -22,34 +23,83 @@
 /* Output buffer: fewer, larger writes; it must hold a whole block. */
 #define OUT_BUF_SIZE (1u << 20)
 
+void trc_cursor_free(trc_cursor *c)
+{
+    free(c->buf);
+    free(c->d);
+    free(c->seg_z);
+    free(c->seg_raw);
+    ZSTD_freeDCtx(c->zd);
+    c->buf = NULL;
+    c->d = NULL;
+    c->seg_z = c->seg_raw = NULL;
+    c->zd = NULL;
+    c->seg = 0;
+}
+
+/* Segment seg (1-based) of thread t decompressed into c->seg_raw. */
+static int cursor_segment(trc_merge *m, uint32_t t, trc_cursor *c, uint32_t seg)
+{
+    const trc_thread_chunks *tc = &m->ix->threads[t];
+    if (c->seg == seg)
+        return 0;
+    c->seg = 0;
+    size_t zcap = SEG_HDR_SIZE + ZSTD_compressBound(SEG_RAW_MAX);
+    if ((!c->seg_z && !(c->seg_z = malloc(zcap))) ||
+        (!c->seg_raw && !(c->seg_raw = malloc(SEG_RAW_MAX))) ||
+        (!c->zd && !(c->zd = ZSTD_createDCtx()))) {
+        trc_seterr(m->err, m->errlen, "%s: out of memory", m->spool_path);
+        return -1;
+    }
+    const trc_seg *sg = &tc->segs[seg - 1];
+    if (seg > tc->nsegs || trc_seg_read(m->spool_fd, sg, t, c->seg_z, zcap) < 0 ||
+        trc_seg_unpack(c->zd, c->seg_z, sg, c->seg_raw) < 0) {
+        trc_seterr(m->err, m->errlen, "%s: segment at offset %llu changed on disk", m->spool_path,
+                   seg > tc->nsegs ? 0ull : (unsigned long long)sg->off);
+        return -1;
+    }
+    c->seg = seg;
+    return 0;
+}
+
 static int cursor_load(trc_merge *m, uint32_t t, trc_cursor *c)
 {
     const trc_chunk *k = &m->ix->threads[t].v[c->chunk];
     size_t need = CHUNK_HDR_SIZE + (size_t)k->len;
-    if (need > c->cap) {
-        uint8_t *b = realloc(c->buf, need);
-        if (!b) {
-            trc_seterr(m->err, m->errlen, "%s: out of memory", m->spool_path);
+    const uint8_t *b;
+    ssize_t r;
+    if (k->seg) { /* in a segment written as the thread appended */
+        if (cursor_segment(m, t, c, k->seg) < 0)
+            return -1;
+        uint32_t raw = m->ix->threads[t].segs[k->seg - 1].raw_len;
+        b = c->seg_raw + k->off;
+        r = k->off <= raw && need <= raw - k->off ? (ssize_t)need : 0;
+    } else {
+        if (need > c->cap) {
+            uint8_t *nb = realloc(c->buf, need);
+            if (!nb) {
+                trc_seterr(m->err, m->errlen, "%s: out of memory", m->spool_path);
+                return -1;
+            }
+            c->buf = nb;
+            c->cap = need;
+        }
+        r = trc_pread_all(m->spool_fd, c->buf, need, k->off);
+        if (r < 0) {
+            trc_seterr(m->err, m->errlen, "%s: read failed: %s", m->spool_path, strerror(errno));
             return -1;
         }
-        c->buf = b;
-        c->cap = need;
+        b = c->buf;
     }
-    ssize_t r = trc_pread_all(m->spool_fd, c->buf, need, k->off);
-    if (r < 0) {
-        trc_seterr(m->err, m->errlen, "%s: read failed: %s", m->spool_path, strerror(errno));
-        return -1;
-    }
-    uint32_t crc = trc_crc32(0, c->buf, 24);
-    if ((size_t)r != need || get_u32(c->buf) != CHUNK_MAGIC || get_u32(c->buf + 4) != t ||
-        get_u32(c->buf + 8) != k->count || get_u32(c->buf + 12) != k->len ||
-        trc_crc32(crc, c->buf + CHUNK_HDR_SIZE, k->len) != get_u32(c->buf + 24)) {
-        trc_seterr(m->err, m->errlen, "%s: chunk at offset %llu changed on disk", m->spool_path,
-                   (unsigned long long)k->off);
+    if ((size_t)r != need || get_u32(b) != CHUNK_MAGIC || get_u32(b + 4) != t ||
+        get_u32(b + 8) != k->count || get_u32(b + 12) != k->len ||
+        trc_crc32(trc_crc32(0, b, 24), b + CHUNK_HDR_SIZE, k->len) != get_u32(b + 24)) {
+        trc_seterr(m->err, m->errlen, "%s: chunk at offset %llu%s changed on disk", m->spool_path,
+                   (unsigned long long)k->off, k->seg ? " of a segment" : "");
         return -1;
     }
     c->chunk++;
-    c->p = c->buf + CHUNK_HDR_SIZE;
+    c->p = b + CHUNK_HDR_SIZE;
     c->end = c->p + k->len;
     c->left = k->count;
     if (!c->d && !(c->d = aligned_alloc(_Alignof(trc_chunk_state), sizeof *c->d))) {
@@ -65,8 +115,15 @@ int trc_merge_decode(trc_merge *m, uint32_t t, trc_rec *out, uint32_t max)
     trc_cursor *c = &m->cur[t];
     const trc_thread_chunks *tc = &m->ix->threads[t];
     while (c->left == 0) {
-        if (c->chunk >= tc->n)
+        if (c->chunk >= tc->n) {
+            if (c->seg_raw) { /* done with its segments: about 4 MB a thread */
+                free(c->seg_z);
+                free(c->seg_raw);
+                c->seg_z = c->seg_raw = NULL;
+                c->seg = 0;
+            }
             return 0;
+        }
         if (cursor_load(m, t, c) < 0)
             return -1;
     }
@@ -421,7 +478,7 @@ static int out_commit(merge_out *w, char *err, size_t errlen)
         o->err = errno;
     w->fd = -1;
     if (o->err) {
-        trc_seterr(err, errlen, "%s: write failed: %s", w->tmp, strerror(o->err));
+        trc_seterr(err, errlen, "%s: cannot write the trace: %s", w->path, strerror(o->err));
         return -1;
     }
     if (rename(w->tmp, w->path) < 0) {
@@ -503,10 +560,8 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
     rc = 0;
 out:
     out_close(&w, rc < 0);
-    for (uint32_t t = 0; m.cur && t < nt; t++) {
-        free(m.cur[t].buf);
-        free(m.cur[t].d);
-    }
+    for (uint32_t t = 0; m.cur && t < nt; t++)
+        trc_cursor_free(&m.cur[t]);
     lt_free(&lt);
     free(s.threads);
     free(recs);

@@ -11,28 +11,80 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd.h>
 
-/* Records decoded at once while checking a chunk: the same batch as the
- * merge's, though any size checks the same. */
-#define SCAN_BATCH 256
+/* A segment record at off (its header in h): its chunks verified as raw
+ * ones are and indexed as in it. 1 if it is whole, 0 if not (the scan
+ * stops), -1 if out of memory. */
+static int scan_segment(int fd, uint64_t off, const uint8_t *h, trc_spool_index *ix, uint8_t **z,
+                        uint8_t **raw, void **zd, trc_chunk **chunks)
+{
+    uint32_t thread;
+    trc_seg sg;
+    if (trc_seg_parse(h, &thread, &sg) < 0)
+        return 0;
+    sg.off = off;
+    size_t zcap = SEG_HDR_SIZE + ZSTD_compressBound(SEG_RAW_MAX);
+    if ((!*z && !(*z = malloc(zcap))) || (!*raw && !(*raw = malloc(SEG_RAW_MAX))) ||
+        (!*zd && !(*zd = ZSTD_createDCtx())) ||
+        (!*chunks && !(*chunks = malloc(SEG_RAW_MAX / CHUNK_HDR_SIZE * sizeof **chunks))))
+        return -1;
+    if (trc_seg_read(fd, &sg, thread, *z, zcap) < 0 || trc_seg_unpack(*zd, *z, &sg, *raw) < 0)
+        return 0;
+    uint64_t prev = trc_index_seen(ix, thread) ? ix->threads[thread].last_time : 0, events = 0;
+    size_t at = 0;
+    for (uint32_t i = 0; i < sg.nchunks; i++) {
+        trc_chunk *c = &(*chunks)[i];
+        size_t len = trc_chunk_check(*raw + at, sg.raw_len - at, thread, prev, c, &prev);
+        if (!len || (i == 0 && c->base_time != sg.first_time))
+            return 0;
+        c->off = at;
+        events += c->count;
+        at += len;
+    }
+    if (at != sg.raw_len || events != sg.events)
+        return 0;
+    sg.chunk0 = thread < ix->nthreads ? ix->threads[thread].n : 0;
+    if (trc_index_add_seg(ix, thread, &sg) < 0)
+        return -1;
+    for (uint32_t i = 0; i < sg.nchunks; i++) {
+        (*chunks)[i].seg = (uint32_t)ix->threads[thread].nsegs;
+        if (trc_index_add(ix, thread, &(*chunks)[i]) < 0)
+            return -1;
+    }
+    ix->threads[thread].last_time = prev;
+    return 1;
+}
 
-/* Scan the spool's chunks, stopping at the first one that is torn or does
+/* Scan the spool's records, stopping at the first one that is torn or does
  * not verify: a crash can only damage the tail, and nothing after a bad
- * chunk can be trusted to be in order. */
+ * record can be trusted to be in order. A stop record says the writer
+ * stopped at a limit; only a finish's last segments may follow it. */
 static int scan_spool(int fd, uint64_t off, trc_spool_index *ix, uint64_t *end, int *stopped)
 {
-    uint8_t h[CHUNK_HDR_SIZE];
-    uint8_t *buf = NULL;
+    uint8_t h[SEG_HDR_SIZE];
+    uint8_t *buf = NULL, *z = NULL, *raw = NULL;
+    trc_chunk *chunks = NULL;
+    void *zd = NULL;
     size_t cap = 0;
-    trc_rec recs[SCAN_BATCH];
+    int rc = 0;
     for (;;) {
         ssize_t got = trc_pread_all(fd, h, sizeof h, off);
-        /* A writer that stopped at a limit said so, and wrote nothing after. */
         if (got >= STOP_SIZE && get_u32(h) == STOP_MAGIC && trc_crc32(0, h, 8) == get_u32(h + 8)) {
             *stopped = (int)get_u32(h + 4);
-            break;
+            off += STOP_SIZE;
+            continue;
         }
-        if (got != (ssize_t)sizeof h)
+        if (got == (ssize_t)sizeof h && get_u32(h) == SEG_MAGIC) {
+            int r = scan_segment(fd, off, h, ix, &z, &raw, &zd, &chunks);
+            if (r <= 0) {
+                rc = r;
+                break;
+            }
+            off += SEG_HDR_SIZE + (uint64_t)get_u32(h + 20);
+            continue;
+        }
+        if (got < CHUNK_HDR_SIZE)
             break;
         uint32_t thread = get_u32(h + 4), count = get_u32(h + 8), len = get_u32(h + 12);
         uint64_t prev = trc_index_seen(ix, thread) ? ix->threads[thread].last_time : 0;
@@ -42,43 +94,37 @@ static int scan_spool(int fd, uint64_t off, trc_spool_index *ix, uint64_t *end, 
                 trc_crc32(0, h, 24) != get_u32(h + 24) ||
                 trc_index_skip(ix, thread, count, last) < 0)
                 break;
-            off += sizeof h;
+            off += CHUNK_HDR_SIZE;
             continue;
         }
-        if (get_u32(h) != CHUNK_MAGIC || thread >= WEFT_TRACE_MAX_THREADS || count == 0 ||
-            count > BLOCK_MAX_EVENTS || len > PAYLOAD_MAX)
+        if (get_u32(h) != CHUNK_MAGIC || thread >= WEFT_TRACE_MAX_THREADS || len > PAYLOAD_MAX)
             break;
-        if (len > cap || !buf) { /* never NULL, even for an empty payload */
-            uint8_t *nb = realloc(buf, len ? len : 1);
+        size_t need = CHUNK_HDR_SIZE + (size_t)len;
+        if (need > cap) {
+            uint8_t *nb = realloc(buf, need);
             if (!nb)
                 break;
             buf = nb;
-            cap = len;
+            cap = need;
         }
-        if (trc_pread_all(fd, buf, len, off + sizeof h) != (ssize_t)len ||
-            trc_crc32(trc_crc32(0, h, 24), buf, len) != get_u32(h + 24))
+        trc_chunk c;
+        uint64_t last;
+        if (trc_pread_all(fd, buf, need, off) != (ssize_t)need ||
+            !trc_chunk_check(buf, need, thread, prev, &c, &last))
             break;
-        /* Decode to be sure the merge will not fail on it, and keep each
-         * thread's stream monotonic as the writer guaranteed (within a chunk
-         * it is by construction). */
-        trc_chunk c = {.off = off, .count = count, .len = len, .base_time = get_u64(h + 16)};
-        trc_chunk_state st = {.time = c.base_time, .thread = thread};
-        const uint8_t *p = buf;
-        const char *why;
-        bool ok = true;
-        for (uint32_t i = 0; i < count && ok; i += SCAN_BATCH) {
-            uint32_t n = count - i < SCAN_BATCH ? count - i : SCAN_BATCH;
-            ok = trc_chunk_decode(&st, &p, buf + len, recs, n, &why) == 0 &&
-                 (i > 0 || recs[0].time >= prev);
-        }
-        if (!ok || p != buf + len || trc_index_add(ix, thread, &c) < 0)
+        c.off = off;
+        if (trc_index_add(ix, thread, &c) < 0)
             break;
-        ix->threads[thread].last_time = st.time;
-        off += sizeof h + len;
+        ix->threads[thread].last_time = last;
+        off += need;
     }
     free(buf);
+    free(z);
+    free(raw);
+    free(chunks);
+    ZSTD_freeDCtx(zd);
     *end = off;
-    return 0;
+    return rc;
 }
 
 /* The spool's header, checked as far as salvage needs: its chunks follow at
@@ -206,10 +252,8 @@ int weft_spool_read(const char *path, weft_spool_fn fn, void *ctx, char *err, si
             }
         }
     }
-    for (uint32_t t = 0; m.cur && t < ix.nthreads; t++) {
-        free(m.cur[t].buf);
-        free(m.cur[t].d);
-    }
+    for (uint32_t t = 0; m.cur && t < ix.nthreads; t++)
+        trc_cursor_free(&m.cur[t]);
     free(m.cur);
     free(m.st);
     free(recs);

@@ -26,7 +26,8 @@ typedef struct seg_plan {
     uint32_t thread;
     uint32_t chunk0, nchunks; /* in the thread's chunk list */
     uint32_t events;
-    uint32_t len; /* chunk headers and payloads */
+    uint32_t len;   /* chunk headers and payloads */
+    int64_t stored; /* its segment in the spool (the thread's segs[stored]), or -1 */
 } seg_plan;
 
 static int plan_cmp(const void *a, const void *b)
@@ -60,10 +61,31 @@ static int make_plan(trc_merge *m, seg_plan **out, size_t *n)
                 p = v;
             }
             seg_plan *s = &p[k++];
-            *s = (seg_plan){.first_time = tc->v[c].base_time, .thread = t, .chunk0 = (uint32_t)c};
+            *s = (seg_plan){
+                .first_time = tc->v[c].base_time, .thread = t, .chunk0 = (uint32_t)c, .stored = -1};
+            if (tc->v[c].seg) { /* compressed as the thread appended: copied as it is */
+                const trc_seg *sg = &tc->segs[tc->v[c].seg - 1];
+                if (tc->v[c].seg > tc->nsegs || sg->chunk0 != c || c + sg->nchunks > tc->n) {
+                    free(p);
+                    trc_seterr(m->err, m->errlen,
+                               "%s: thread %u: segment %u does not match its chunks", m->spool_path,
+                               t, tc->v[c].seg);
+                    return -1;
+                }
+                *s = (seg_plan){.first_time = sg->first_time,
+                                .thread = t,
+                                .chunk0 = (uint32_t)c,
+                                .nchunks = sg->nchunks,
+                                .events = sg->events,
+                                .len = sg->raw_len,
+                                .stored = tc->v[c].seg - 1};
+                c += sg->nchunks;
+                continue;
+            }
             while (c < tc->n) {
                 size_t len = CHUNK_HDR_SIZE + (size_t)tc->v[c].len;
-                if (len > SEG_RAW_MAX || (s->nchunks && s->len + len > SEG_RAW_TARGET))
+                if (tc->v[c].seg || len > SEG_RAW_MAX ||
+                    (s->nchunks && s->len + len > SEG_RAW_TARGET))
                     break;
                 s->len += (uint32_t)len;
                 s->events += tc->v[c].count;
@@ -121,6 +143,20 @@ int trc_write_segments(trc_merge *m, frame_out *fo, uint64_t *nevents)
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const seg_plan *s = &plan[i];
+        if (s->stored >= 0) {
+            const trc_seg *sg = &m->ix->threads[s->thread].segs[s->stored];
+            size_t cap;
+            uint8_t *z = frame_out_next_ready(fo, &cap);
+            if (trc_seg_read(m->spool_fd, sg, s->thread, z, cap) < 0) {
+                trc_seterr(m->err, m->errlen, "%s: segment at offset %llu changed on disk",
+                           m->spool_path, (unsigned long long)sg->off);
+                rc = -1;
+                break;
+            }
+            frame_out_publish_ready(fo, SEG_HDR_SIZE + (size_t)sg->comp_len);
+            *nevents += s->events;
+            continue;
+        }
         uint8_t *buf = frame_out_next_segment(fo);
         if (read_chunks(m, s, buf) < 0) {
             rc = -1;

@@ -39,6 +39,11 @@ struct weft_trace_writer {
         uint64_t n;     /* appended so far: the newest is ev[(n - 1) % tail] */
     } * tails;
     uint32_t ntails;
+    /* Segments compressed as the threads append (trace_spool_segments.c),
+     * decided at the first append: not for tails, older versions or a
+     * writer told not to (weft_trace_writer_set_segments). */
+    trc_online online;
+    bool online_on, mode_set, online_off;
     int stopped; /* WEFT_TRACE_STOP_*, sticky */
     bool failed; /* sticky: the first error is reported by finish */
     char errmsg[512];
@@ -58,6 +63,7 @@ static void writer_free(weft_trace_writer *w)
     if (w->fd >= 0)
         close(w->fd);
     trc_live_close(&w->live, false);
+    trc_online_free(&w->online);
     for (uint32_t t = 0; t < w->ntails; t++)
         free(w->tails[t].ev);
     free(w->tails);
@@ -88,6 +94,7 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
     w->fd = -1;
     w->live.fd = -1;
     pthread_mutex_init(&w->lock, NULL);
+    trc_online_init(&w->online, trc_zstd_level());
     w->path = strdup(path);
     w->spool_path = path_with_suffix(path, ".spool");
     if (!w->path || !w->spool_path || trc_meta_copy(&w->meta, meta) < 0) {
@@ -153,6 +160,13 @@ void weft_trace_writer_set_limits(weft_trace_writer *w, uint64_t max_bytes, uint
     pthread_mutex_unlock(&w->lock);
 }
 
+void weft_trace_writer_set_segments(weft_trace_writer *w, int segments)
+{
+    pthread_mutex_lock(&w->lock);
+    w->online_off = !segments;
+    pthread_mutex_unlock(&w->lock);
+}
+
 void weft_trace_writer_set_lingering(weft_trace_writer *w)
 {
     if (w)
@@ -185,9 +199,12 @@ static int limits_allow(weft_trace_writer *w, size_t len)
         why = WEFT_TRACE_STOP_SIZE;
     if (!why && w->min_free && w->off >= w->next_check) {
         struct statvfs sv;
+        /* Room for the trace too: about half a spool of raw chunks, a
+         * whole one of segments (finish copies them). */
+        uint64_t need = w->min_free + (w->online_on ? w->off : w->off / 2);
         if (fstatvfs(w->fd, &sv) == 0) {
             w->free_seen = (uint64_t)sv.f_bavail * sv.f_frsize;
-            if (w->free_seen < w->min_free)
+            if (w->free_seen < need)
                 why = WEFT_TRACE_STOP_DISK;
         }
         w->next_check = w->off + FREE_CHECK_STEP;
@@ -362,6 +379,61 @@ static int tail_chunks(weft_trace_writer *w, trc_spool_index *tix)
     return rc;
 }
 
+/* The sink of a thread's closed segment: the spool, under the lock. Limits
+ * were looked at when its chunks were appended: a segment always goes. */
+static int spool_segment(void *ctx, uint32_t thread, const uint8_t *rec, size_t len,
+                         const trc_seg *sg)
+{
+    weft_trace_writer *w = ctx;
+    int rc = 0;
+    pthread_mutex_lock(&w->lock);
+    trc_seg at = sg ? *sg : (trc_seg){0};
+    at.off = w->off;
+    if (w->failed) {
+        rc = -1;
+    } else if (!rec) {
+        rc = writer_fail(w, "%s: out of memory", w->path);
+    } else {
+        int e = trc_write_all(w->fd, rec, len);
+        if (e)
+            rc = writer_fail(w, "%s: write failed: %s", w->spool_path, strerror(e));
+        else if (trc_index_add_seg(&w->ix, thread, &at) < 0)
+            rc = writer_fail(w, "%s: out of memory", w->path);
+        w->off += len;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
+/* An append's chunks (encoded in buf) into the thread's pending segment,
+ * then into the index; the lock is not held. */
+static int online_append(weft_trace_writer *w, uint32_t thread, const weft_event *events, size_t n,
+                         const trc_thread_stats *st, const uint8_t *buf, trc_chunk *chunks,
+                         size_t nchunks)
+{
+    trc_pending *p = trc_online_thread(&w->online, &w->live, thread);
+    if (!p) {
+        pthread_mutex_lock(&w->lock);
+        writer_fail(w, "%s: out of memory", w->path);
+        pthread_mutex_unlock(&w->lock);
+        return -1;
+    }
+    if (trc_online_add(&w->online, p, thread, buf, chunks, nchunks, spool_segment, w) < 0)
+        return -1;
+    int rc = 0;
+    pthread_mutex_lock(&w->lock);
+    for (size_t c = 0; c < nchunks && rc == 0; c++)
+        if (trc_index_add(&w->ix, thread, &chunks[c]) < 0)
+            rc = writer_fail(w, "%s: out of memory", w->path);
+    if (rc == 0) {
+        trc_thread_chunks *tc = &w->ix.threads[thread];
+        tc->last_time = events[n - 1].time;
+        stats_merge(&tc->st, st, events, n);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
 int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_event *events,
                              size_t n)
 {
@@ -410,15 +482,27 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
 
     int rc = 0;
     pthread_mutex_lock(&w->lock);
+    if (!w->mode_set) {
+        const char *e = getenv("WEFT_TRACE_ONLINE");
+        w->online_on = !w->online_off && w->online.level > 0 && !trc_frames_wanted() &&
+                       !(e && !strcmp(e, "0"));
+        w->mode_set = true;
+    }
     trc_thread_chunks *tc = thread < w->ix.nthreads ? &w->ix.threads[thread] : NULL;
     if (w->failed) {
         rc = -1;
-    } else if (limits_allow(w, len)) {
+    } else if (limits_allow(w, w->online_on ? 0 : len)) {
         rc = 1;
     } else if (trc_index_seen(&w->ix, thread) && events[0].time < tc->last_time) {
         rc = writer_fail(w, "%s: thread %u: event time %llu is before the previous event (%llu)",
                          w->path, thread, (unsigned long long)events[0].time,
                          (unsigned long long)tc->last_time);
+    } else if (w->online_on) {
+        pthread_mutex_unlock(&w->lock);
+        rc = online_append(w, thread, events, n, &st, buf, chunks, nchunks);
+        free(buf);
+        free(chunks);
+        return rc;
     } else {
         int e = trc_write_all(w->fd, buf, len);
         if (e) {
@@ -471,6 +555,12 @@ static int writer_finish(weft_trace_writer *w, const weft_trace_summary *summary
         else if (w->tail) { /* the threads' last events only */
             add |= WEFT_TRACE_TRUNCATED;
             ix = &tails;
+        }
+        if (w->online_on && !summary_only && trc_online_flush(&w->online, spool_segment, w) < 0) {
+            /* The spool and the pending areas stay for salvage. */
+            trc_seterr(err, errlen, "%s", w->errmsg);
+            writer_free(w);
+            return -1;
         }
         if (ix == &tails && tail_chunks(w, &tails) < 0) {
             trc_seterr(err, errlen, "%s: cannot write the threads' last events: %s", w->spool_path,

@@ -121,18 +121,34 @@ fi
 expect "trace -o a folder" 1 "weft: adir: is a directory" "$WEFT" trace -o adir -- ./lu
 if [ -n "$full" ]; then
   expect_among "trace to a nearly full disk" 124 \
-    "weft: stopping the run: only 0 MiB left on the trace's file system (weft keeps 256 MiB and half the spool free); the trace so far is kept, flagged truncated" \
+    "weft: stopping the run: only 0 MiB left on the trace's file system (weft keeps 256 MiB and room for the trace free); the trace so far is kept, flagged truncated" \
     "$WEFT" trace -o full/x.wtr -- ./lu
   check "trace to a nearly full disk: a readable trace flagged stopped, nothing else" \
     bash -c '[ "$(ls full)" = x.wtr ] && "$0" info full/x.wtr | grep -q "^flags .*stopped"' "$WEFT"
   rm -f full/*
-  # The reserve check off: the disk fills up under the tracer.
-  expect_among "trace to a full disk" 0 "weft: full/x.wtr.spool: write failed: No space left on device" \
-    env WEFT_GUEST_ENV=WEFT_TRACE_MIN_FREE WEFT_TRACE_MIN_FREE=0 "$WEFT" trace -o full/x.wtr -- ./lu
-  check "trace to a full disk: the guest ran to its end" grep -q '^counter = ' "$work/out"
-  check "trace to a full disk: what fit is salvaged, flagged truncated, nothing else left" \
+  # The reserve check off: the disk fills up under the tracer. With a spool
+  # of raw chunks their writes fail, and the trace of what fit is smaller.
+  expect_among "trace to a full disk (raw chunks)" 0 \
+    "weft: full/x.wtr.spool: write failed: No space left on device" \
+    env WEFT_GUEST_ENV="WEFT_TRACE_MIN_FREE WEFT_TRACE_ONLINE" WEFT_TRACE_MIN_FREE=0 \
+    WEFT_TRACE_ONLINE=0 "$WEFT" trace -o full/x.wtr -- ./lu
+  check "trace to a full disk (raw chunks): the guest ran to its end" grep -q '^counter = ' "$work/out"
+  check "trace to a full disk (raw chunks): what fit is salvaged, flagged truncated, nothing else left" \
     bash -c '[ "$(ls full)" = x.wtr ] && "$0" info full/x.wtr | grep -q "^flags .*truncated"' "$WEFT"
   rm -f full/*
+  # A spool of segments is the trace's size: the trace does not fit beside
+  # it, and the spool stays for weft salvage where there is room.
+  expect_among "trace to a full disk" 1 "weft: full/x.wtr: cannot write the trace: No space left on device" \
+    env WEFT_GUEST_ENV=WEFT_TRACE_MIN_FREE WEFT_TRACE_MIN_FREE=0 "$WEFT" trace -o full/x.wtr -- ./lu
+  check "trace to a full disk: the guest ran to its end" grep -q '^counter = ' "$work/out"
+  check "trace to a full disk: the spool and the buffer file kept, no trace" \
+    test "$(ls full | xargs)" = "x.wtr.live x.wtr.spool"
+  mkdir -p roomy
+  cp full/x.wtr.spool roomy/
+  run_status st "$WEFT" salvage roomy/x.wtr >/dev/null 2>&1
+  check "trace to a full disk: its spool salvaged elsewhere (status $st) holds the run to its end" \
+    grep -Eq "^ended .*last event: T0 thread_exit" <("$WEFT" info roomy/x.wtr 2>&1)
+  rm -rf full/* roomy
 fi
 
 # ---- traces: weft info (and export, optimize) --------------------------------------

@@ -10,8 +10,8 @@
 #include <pthread.h>
 
 /* Defined in test_trace_corrupt.c, test_trace_encoding.c and test_trace_keep.c. */
-extern const struct CMUnitTest corrupt_tests[], encoding_tests[], keep_tests[];
-extern const size_t corrupt_ntests, encoding_ntests, keep_ntests;
+extern const struct CMUnitTest corrupt_tests[], encoding_tests[], keep_tests[], online_tests[];
+extern const size_t corrupt_ntests, encoding_ntests, keep_ntests, online_ntests;
 
 /* ---- round trip ---- */
 
@@ -532,5 +532,6 @@ int main(void)
     failed += cmocka_run_group_tests_name("trace", tests, NULL, NULL);
     failed += _cmocka_run_group_tests("trace_corrupt", corrupt_tests, corrupt_ntests, NULL, NULL);
     failed += _cmocka_run_group_tests("trace_keep", keep_tests, keep_ntests, NULL, NULL);
+    failed += _cmocka_run_group_tests("trace_online", online_tests, online_ntests, NULL, NULL);
     return failed;
 }

@@ -62,6 +62,21 @@ static inline uint64_t tt_get(const uint8_t *p, int n)
     return v;
 }
 
+/* Setup and teardown of the tests of a spool of raw chunks (the writer of
+ * a spool with a size limit), not of segments written as the threads
+ * append (WEFT_TRACE_ONLINE=0 asks for it). */
+static inline int tt_raw_spool(void **state)
+{
+    (void)state;
+    return setenv("WEFT_TRACE_ONLINE", "0", 1);
+}
+
+static inline int tt_default_spool(void **state)
+{
+    (void)state;
+    return unsetenv("WEFT_TRACE_ONLINE");
+}
+
 /* path of `name` in the scratch directory (static buffer rotation of 4). */
 static inline const char *tt_path(const char *name)
 {

@@ -415,7 +415,9 @@ const struct CMUnitTest corrupt_tests[] = {
     cmocka_unit_test(test_truncations),
     cmocka_unit_test(test_every_bit_flip_detected),
     cmocka_unit_test(test_block_checksum),
-    cmocka_unit_test(test_salvage_torn_spool),
-    cmocka_unit_test(test_spool_changed_before_finish),
+    /* They cut and flip the spool's raw chunks. */
+    cmocka_unit_test_setup_teardown(test_salvage_torn_spool, tt_raw_spool, tt_default_spool),
+    cmocka_unit_test_setup_teardown(test_spool_changed_before_finish, tt_raw_spool,
+                                    tt_default_spool),
 };
 const size_t corrupt_ntests = sizeof corrupt_tests / sizeof corrupt_tests[0];

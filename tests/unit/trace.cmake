@@ -4,7 +4,8 @@ if(TARGET weft_trace)
   weft_unit_test(test_trace SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_trace.c
                  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_trace_corrupt.c
                  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_trace_encoding.c
-                 ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_trace_keep.c LIBS weft_trace)
+                 ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_trace_keep.c
+                 ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_trace_online.c LIBS weft_trace)
   # test_trace checks the library's CRC-32 (libdeflate's) against zlib's.
   target_include_directories(test_trace PRIVATE ${CMAKE_SOURCE_DIR}/tracer)
   target_link_libraries(test_trace PRIVATE PkgConfig::ZLIB)

@@ -321,6 +321,14 @@ int weft_trace_writer_finish_summary(weft_trace_writer *w, const weft_trace_summ
  * count and last time; finish_summary writes what it would have, and
  * finish a trace of the threads' tails, flagged WEFT_TRACE_TRUNCATED. */
 void weft_trace_writer_keep_tail(weft_trace_writer *w, uint32_t events_per_thread);
+/* segments (the default): each thread's chunks are compressed into the
+ * trace's segments as it appends, and the spool holds those (finish copies
+ * them; its size limit then counts compressed bytes). 0: the spool holds
+ * raw chunks, compressed at finish (a learning run's, whose spool is read
+ * where it lies and whose limit counts raw bytes). Before the first
+ * append; WEFT_TRACE_ONLINE=0 in the environment also says 0. Writers
+ * keeping tails and traces of versions 1 to 3 never write segments. */
+void weft_trace_writer_set_segments(weft_trace_writer *w, int segments);
 
 /* Drop the writer and its spool without producing a trace. */
 void weft_trace_writer_abort(weft_trace_writer *w);
