@@ -1,9 +1,8 @@
 /* libFuzzer harness for weft_trace_salvage: turning the spool of a run that
  * died (qemu killed, guest crashed, disk full) into a trace. The input is the
- * spool; like fuzz_trace it is tried as is and with its header and chunk
- * CRCs recomputed. Checks: errors are one line, and whatever salvage accepts
- * becomes a trace that opens, reads to its end without error and is flagged
- * truncated. */
+ * spool (raw chunks, or segments); like fuzz_trace it is tried as is and with
+ * its header, chunk and segment CRCs recomputed. Checks: errors are one line, and whatever salvage
+ * accepts becomes a trace that opens, reads to its end without error and is flagged truncated. */
 #include "fuzz_common.h"
 
 #include "weft/trace.h"
@@ -23,13 +22,17 @@ static void fix_checksums(uint8_t *d, size_t n)
     if (!off)
         return;
     while (off + 28 <= n) {
-        uint32_t len = fz_u32(d + off + 12);
-        if (off + 28 + (uint64_t)len > n)
+        /* A segment (WSG4): 36-byte header, its CRC at 32 over [0, 32) and
+         * the compressed payload; the chunks inside keep theirs. */
+        int seg = fz_u32(d + off) == 0x34475357u;
+        size_t hl = seg ? 36 : 28, at = seg ? 32 : 24;
+        uint32_t len = fz_u32(d + off + (seg ? 20 : 12));
+        if (off + hl + (uint64_t)len > n)
             break;
-        uint32_t c = (uint32_t)crc32(0, d + off, 24);
-        c = (uint32_t)crc32(c, d + off + 28, len);
-        fz_put_u32(d + off + 24, c);
-        off += 28 + (size_t)len;
+        uint32_t c = (uint32_t)crc32(0, d + off, (unsigned)at);
+        c = (uint32_t)crc32(c, d + off + hl, len);
+        fz_put_u32(d + off + at, c);
+        off += hl + (size_t)len;
     }
 }
 

@@ -204,6 +204,37 @@ static void salvaged(const char *out)
         die(out);
 }
 
+/* A spool of segments (the writer's default): two threads whose appends
+ * close a segment each, then the pending chunks that a killed run leaves
+ * in the buffer file (not copied: the spool alone is the seed). */
+static void segments_spool(const char *out, const char *spool_copy)
+{
+    unsetenv("WEFT_TRACE_ONLINE");
+    setenv("WEFT_TRACE_ZSTD_LEVEL", "1", 1);
+    weft_trace_meta m = meta();
+    weft_trace_writer *w = weft_trace_writer_open(out, &m, err, sizeof err);
+    weft_event *e = malloc(4096 * sizeof *e);
+    if (!w || !e)
+        die(out);
+    uint64_t x = 1;
+    for (uint64_t round = 0; round < 24; round++)
+        for (uint32_t t = 0; t < 2; t++) {
+            for (uint64_t i = 0; i < 4096; i++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                e[i] = ev(round * 10000 + 2 * i + t, (x >> 62) ? WEFT_EV_READ : WEFT_EV_WRITE,
+                          0x4a2000 + 8 * ((x >> 33) & 0x7), 8, 0);
+            }
+            if (weft_trace_writer_append(w, t, e, 4096))
+                die("append");
+        }
+    free(e);
+    char sp[600];
+    snprintf(sp, sizeof sp, "%s.spool", out);
+    copy(sp, spool_copy, -1);
+    weft_trace_writer_abort(w);
+    setenv("WEFT_TRACE_ONLINE", "0", 1);
+}
+
 /* The spool of a tail-keeping writer (a campaign's run without
  * --save-trace): skip records of three threads, no chunk. */
 static void tail_spool(const char *out, const char *spool_copy)
@@ -432,6 +463,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: fuzz_make_seeds OUTDIR | --raw TRACE OUT\n");
         return 2;
     }
+    /* The spools copied before finish hold raw chunks (the seeds of
+     * before segments were written as threads append); segments_spool
+     * makes the one of segments. */
+    setenv("WEFT_TRACE_ONLINE", "0", 1);
     char p[4][512], a[600];
     const char *sub[4] = {"trace", "spool", "plan", "options"};
     mkdir(argv[1], 0755);
@@ -446,6 +481,9 @@ int main(int argc, char **argv)
     char b[600];
     snprintf(b, sizeof b, "%s/tail.spool", p[1]);
     tail_spool(a, b);
+    snprintf(a, sizeof a, "%s/segments.wtr", p[0]);
+    snprintf(b, sizeof b, "%s/segments.spool", p[1]);
+    segments_spool(a, b);
     snprintf(a, sizeof a, "%s/sa.json", p[2]);
     plan(a, 1);
     snprintf(a, sizeof a, "%s/manual.json", p[2]);
