@@ -500,13 +500,16 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
                        int32_t exit_status, bool durable, char *err, size_t errlen);
 
 /* ---- live buffers (trace_live.c) ---- */
+struct trc_pend_area;
 typedef struct trc_live {
     int fd;
     uint8_t *map;
     size_t size;
     char *path;
-    uint8_t *ready; /* per slot: disk space reserved */
-    uint32_t areas; /* pending areas handed out (trc_live_area) */
+    uint8_t *ready;                    /* per slot: disk space reserved */
+    uint32_t areas;                    /* pending areas made (trc_live_area) */
+    struct trc_pend_area **free_areas; /* given back, for the next thread */
+    uint32_t nfree;
     pthread_mutex_t lock;
     bool inited; /* lock initialized */
     bool linger; /* closing leaves anonymous memory where the slots were */
@@ -527,10 +530,12 @@ typedef struct trc_pend_area {
  * the writer goes on without (l->map NULL). */
 void trc_live_open(trc_live *l, const char *path, int spool_fd);
 weft_trace_buf *trc_live_slot(trc_live *l, unsigned slot);
-/* A pending area of its own for thread, its disk space reserved; NULL if
- * none is left or the disk is full (the thread's chunks then wait in
- * private memory). Thread-safe. */
-trc_pend_area *trc_live_area(trc_live *l, uint32_t thread);
+/* A pending area of its own for thread (which has segs_before segments in
+ * the spool), its disk space reserved; NULL if none is left or the disk is
+ * full (the thread's chunks then wait in private memory). Thread-safe. */
+trc_pend_area *trc_live_area(trc_live *l, uint32_t thread, uint32_t segs_before);
+/* An empty area back, for another thread. */
+void trc_live_area_give(trc_live *l, trc_pend_area *a);
 void trc_live_close(trc_live *l, bool remove);
 /* Salvage: append the events still in `path`.live's buffers to the spool
  * as chunks from *end on (advancing it), and index them; the fault note
@@ -575,6 +580,7 @@ typedef struct trc_online {
     trc_seg_zctx_buf zc[TRC_ONLINE_ZCTX];
     uint32_t nzc;
     int level;
+    trc_live *live; /* where the threads' pending areas are */
 } trc_online;
 
 int trc_online_init(trc_online *o, int level);
@@ -583,10 +589,11 @@ void trc_online_free(trc_online *o);
 trc_pending *trc_online_thread(trc_online *o, trc_live *live, uint32_t thread);
 /* Add an append's chunks (chunks[i] at buf + chunks[i].off) to p, closing
  * the segment into sink first whenever the next chunk would not fit; each
- * chunk's off and seg then say where the index finds it. Appends of one
- * thread must not overlap. 0, or sink's -1. */
+ * chunk's off and seg then say where the index finds it. exited: the
+ * thread's last events (THREAD_EXIT): its segment is closed and its area
+ * given back. Appends of one thread must not overlap. 0, or sink's -1. */
 int trc_online_add(trc_online *o, trc_pending *p, uint32_t thread, const uint8_t *buf,
-                   trc_chunk *chunks, size_t nchunks, trc_seg_sink sink, void *ctx);
+                   trc_chunk *chunks, size_t nchunks, int exited, trc_seg_sink sink, void *ctx);
 /* Close every thread's segment, at the end. */
 int trc_online_flush(trc_online *o, trc_seg_sink sink, void *ctx);
 

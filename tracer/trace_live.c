@@ -28,8 +28,9 @@
 #define LIVE_HDR_USED 56 /* magic, sizes, slots, spool identity */
 #define LIVE_SLOT (((sizeof(weft_trace_buf) + 4095) / 4096) * 4096)
 #define LIVE_AREA (((sizeof(trc_pend_area) + 4095) / 4096) * 4096)
-/* Pending areas: one per thread that has appended, never reused. A run of
- * more threads keeps the later ones' pending chunks in private memory. */
+/* Pending areas: one per thread with chunks pending, given back when the
+ * thread exits (its last segment is then in the spool). A run with more
+ * threads alive at once keeps the others' pending chunks in private memory. */
 #define LIVE_AREAS 4096u
 #define LIVE_AREAS_AT (LIVE_HDR + (size_t)WEFT_TRACE_BUF_SLOTS * LIVE_SLOT)
 #define LIVE_SIZE (LIVE_AREAS_AT + (size_t)LIVE_AREAS * LIVE_AREA)
@@ -146,25 +147,42 @@ weft_trace_buf *trc_live_slot(trc_live *l, unsigned slot)
     return b;
 }
 
-trc_pend_area *trc_live_area(trc_live *l, uint32_t thread)
+trc_pend_area *trc_live_area(trc_live *l, uint32_t thread, uint32_t segs_before)
 {
     trc_pend_area *a = NULL;
     if (!l->map)
         return NULL;
     pthread_mutex_lock(&l->lock);
-    if (l->areas < LIVE_AREAS) {
+    if (l->nfree) {
+        a = l->free_areas[--l->nfree];
+    } else if (l->areas < LIVE_AREAS) {
         size_t at = LIVE_AREAS_AT + (size_t)l->areas * LIVE_AREA;
         if (slot_allocate(l->fd, (off_t)at, LIVE_AREA) == 0) {
             a = (trc_pend_area *)(l->map + at);
-            a->thread = thread;
-            a->segs_before = 0;
-            a->len = 0;
-            __atomic_store_n(&a->magic, PEND_MAGIC, __ATOMIC_RELEASE);
             l->areas++;
         }
     }
+    if (a) {
+        /* Empty (len 0) before it names another thread: a death in
+         * between leaves an area with nothing to salvage. */
+        __atomic_store_n(&a->len, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&a->thread, thread, __ATOMIC_RELEASE);
+        __atomic_store_n(&a->segs_before, segs_before, __ATOMIC_RELEASE);
+        __atomic_store_n(&a->magic, PEND_MAGIC, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&l->lock);
     return a;
+}
+
+void trc_live_area_give(trc_live *l, trc_pend_area *a)
+{
+    pthread_mutex_lock(&l->lock);
+    /* Never more than were handed out: the list has room for them all. */
+    if (!l->free_areas)
+        l->free_areas = malloc(LIVE_AREAS * sizeof *l->free_areas);
+    if (l->free_areas)
+        l->free_areas[l->nfree++] = a;
+    pthread_mutex_unlock(&l->lock);
 }
 
 void trc_live_close(trc_live *l, bool remove)
@@ -181,6 +199,7 @@ void trc_live_close(trc_live *l, bool remove)
         unlink(l->path);
     free(l->path);
     free(l->ready);
+    free(l->free_areas);
     if (l->inited)
         pthread_mutex_destroy(&l->lock);
     memset(l, 0, sizeof *l);

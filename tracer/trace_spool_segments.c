@@ -102,7 +102,7 @@ int trc_seg_unpack(void *zd, const uint8_t *z, const trc_seg *sg, uint8_t *raw)
 struct trc_pending {
     pthread_mutex_t mu;
     trc_pend_area *area; /* in the buffer file, or NULL: raw is private */
-    uint8_t *raw;
+    uint8_t *raw;        /* NULL once the thread exited (until it appends again) */
     uint32_t len, nchunks, events;
     uint64_t first_time;
     uint32_t segs;   /* written to the spool so far */
@@ -147,24 +147,35 @@ trc_pending *trc_online_thread(trc_online *o, trc_live *live, uint32_t thread)
         o->th = v;
         o->nth = n;
     }
-    if (!(p = o->th[thread])) {
-        p = calloc(1, sizeof *p);
-        if (!p)
-            goto out;
+    o->live = live;
+    if (!(p = o->th[thread]) && (p = calloc(1, sizeof *p))) {
         pthread_mutex_init(&p->mu, NULL);
-        p->area = trc_live_area(live, thread);
-        p->raw = p->area ? p->area->raw : malloc(SEG_RAW_TARGET);
-        if (!p->raw) {
-            pthread_mutex_destroy(&p->mu);
-            free(p);
-            p = NULL;
-            goto out;
-        }
         o->th[thread] = p;
     }
 out:
     pthread_mutex_unlock(&o->lock);
     return p;
+}
+
+/* Where p's chunks wait: an area of the buffer file, or private memory. */
+static int pending_raw(trc_online *o, trc_pending *p, uint32_t thread)
+{
+    if (p->raw)
+        return 0;
+    p->area = trc_live_area(o->live, thread, p->segs);
+    p->raw = p->area ? p->area->raw : malloc(SEG_RAW_TARGET);
+    return p->raw ? 0 : -1;
+}
+
+/* The thread exited: its area (or memory) goes back, for threads to come. */
+static void pending_release(trc_online *o, trc_pending *p)
+{
+    if (p->area)
+        trc_live_area_give(o->live, p->area);
+    else
+        free(p->raw);
+    p->area = NULL;
+    p->raw = NULL;
 }
 
 /* A zstd context and its output buffer, from the idle ones or new. */
@@ -233,10 +244,14 @@ static int online_close(trc_online *o, trc_pending *p, uint32_t thread, trc_seg_
 }
 
 int trc_online_add(trc_online *o, trc_pending *p, uint32_t thread, const uint8_t *buf,
-                   trc_chunk *chunks, size_t nchunks, trc_seg_sink sink, void *ctx)
+                   trc_chunk *chunks, size_t nchunks, int exited, trc_seg_sink sink, void *ctx)
 {
     int rc = 0;
     pthread_mutex_lock(&p->mu);
+    if (pending_raw(o, p, thread) < 0) {
+        pthread_mutex_unlock(&p->mu);
+        return sink(ctx, thread, NULL, 0, NULL);
+    }
     for (size_t c = 0; c < nchunks; c++) {
         uint32_t len = CHUNK_HDR_SIZE + chunks[c].len;
         if (p->nchunks && p->len + len > SEG_RAW_TARGET &&
@@ -256,6 +271,11 @@ int trc_online_add(trc_online *o, trc_pending *p, uint32_t thread, const uint8_t
         if (p->area)
             __atomic_store_n(&p->area->len, p->len, __ATOMIC_RELEASE);
     }
+    /* Its last events: the segment the finish would end here, closed now,
+     * so that a program of many short threads holds one area per thread
+     * alive, not per thread that ever ran. */
+    if (rc == 0 && exited && (rc = online_close(o, p, thread, sink, ctx)) == 0)
+        pending_release(o, p);
     pthread_mutex_unlock(&p->mu);
     return rc;
 }

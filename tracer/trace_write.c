@@ -418,7 +418,8 @@ static int online_append(weft_trace_writer *w, uint32_t thread, const weft_event
         pthread_mutex_unlock(&w->lock);
         return -1;
     }
-    if (trc_online_add(&w->online, p, thread, buf, chunks, nchunks, spool_segment, w) < 0)
+    if (trc_online_add(&w->online, p, thread, buf, chunks, nchunks,
+                       events[n - 1].kind == WEFT_EV_THREAD_EXIT, spool_segment, w) < 0)
         return -1;
     int rc = 0;
     pthread_mutex_lock(&w->lock);

@@ -226,9 +226,55 @@ static void test_online_size_limit(void **state)
     weft_trace_close(t);
 }
 
+/* Thread t of a program of many short threads: start, three writes, exit. */
+static void short_thread(weft_trace_writer *w, uint32_t t)
+{
+    uint64_t at = 100 * (uint64_t)t;
+    weft_event e[5] = {tt_ev(at, WEFT_EV_THREAD_START, t ? 0 : UINT32_MAX, 0, 0),
+                       tt_ev(at + 1, WEFT_EV_WRITE, 0x5000 + 8 * (t % 7), 0x400000, 8),
+                       tt_ev(at + 2, WEFT_EV_WRITE, 0x5008, 0x400004, 8),
+                       tt_ev(at + 3, WEFT_EV_WRITE, 0x5010, 0x400008, 8),
+                       tt_ev(at + 4, WEFT_EV_THREAD_EXIT, 0, 0, 0)};
+    assert_int_equal(weft_trace_writer_append(w, t, e, 5), 0);
+}
+
+/* More threads than pending areas, one after another: each exit closes
+ * its thread's segment and gives its area back, so the buffer file holds
+ * one area, not one per thread; the trace is the raw chunks' one. */
+static void test_online_many_threads(void **state)
+{
+    (void)state;
+    enum { N = 5000 };
+    char err[512], live[700];
+    const char *path[2] = {tt_path("many-raw.wtr"), tt_path("many-online.wtr")};
+    for (int online = 0; online < 2; online++) {
+        if (!online)
+            setenv("WEFT_TRACE_ONLINE", "0", 1);
+        weft_trace_meta m = tt_meta();
+        weft_trace_writer *w = weft_trace_writer_open(path[online], &m, err, sizeof err);
+        unsetenv("WEFT_TRACE_ONLINE");
+        assert_non_null(w);
+        for (uint32_t t = 0; t < N; t++)
+            short_thread(w, t);
+        snprintf(live, sizeof live, "%s.live", path[online]);
+        struct stat st;
+        assert_int_equal(stat(live, &st), 0);
+        /* 4096 areas of 260 KiB would be 1 GiB on disk. */
+        assert_true((uint64_t)st.st_blocks * 512 < (8u << 20));
+        if (weft_trace_writer_finish(w, NULL, err, sizeof err) != 0)
+            fail_msg("%s", err);
+    }
+    assert_same_bytes(path[0], path[1]);
+    weft_trace *t = weft_trace_open(path[1], err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(weft_trace_event_count(t), 5 * N);
+    assert_int_equal(weft_trace_get_summary(t)->nthreads, N);
+    weft_trace_close(t);
+}
+
 const struct CMUnitTest online_tests[] = {
     cmocka_unit_test(test_online_same_bytes),   cmocka_unit_test(test_online_salvage),
     cmocka_unit_test(test_online_torn_segment), cmocka_unit_test(test_online_changed_before_finish),
-    cmocka_unit_test(test_online_size_limit),
+    cmocka_unit_test(test_online_size_limit),   cmocka_unit_test(test_online_many_threads),
 };
 const size_t online_ntests = sizeof online_tests / sizeof online_tests[0];
