@@ -165,7 +165,11 @@ int plugin_open_writer(char *err, size_t errlen)
         return -1;
     weft_trace_writer_set_limits(g_plugin.writer, g_plugin.cfg.max_bytes, g_plugin.cfg.min_free);
     weft_trace_writer_set_durable(g_plugin.writer, !g_plugin.cfg.not_durable);
-    if (g_plugin.cfg.raw_spool)
+    /* A replay's token holder would compress its thread's segments while
+     * the other threads wait at their gates, one core's work where finish
+     * compresses on two after the run: replays keep raw chunks, as do
+     * learning runs (spool=raw). */
+    if (g_plugin.cfg.raw_spool || g_plugin.sched.policy)
         weft_trace_writer_set_segments(g_plugin.writer, 0);
     /* lazy=1: the events are read only to tell a deadlock's waits, from
      * each thread's last ones (replay/run.c walks back 256 pcs at most). */
