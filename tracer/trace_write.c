@@ -1,10 +1,12 @@
 /* The trace writer used by the QEMU plugin.
  *
- * Events never accumulate in memory: every append is encoded into spool
- * chunks (one thread, delta-encoded, checksummed) and written to
- * `path`.spool under a mutex, in arrival order. Only a small index of the
- * chunks stays in memory. finish() merges the per-thread chunk lists into
- * canonical order (trace_merge.c), so the file depends on each thread's
+ * Events never accumulate in memory: every append is encoded into chunks
+ * (one thread, delta-encoded, checksummed), which join the thread's
+ * segment in the making and reach `path`.spool inside it, compressed
+ * (trace_spool_segments.c), or, from a writer of raw chunks (learning runs,
+ * replays), are written there one by one under a mutex, in arrival order.
+ * Only a small index stays in memory. finish() puts the per-thread lists
+ * in canonical order (trace_merge.c), so the file depends on each thread's
  * stream and not on how the host threads interleaved their appends.
  * A writer keeping tails only (a campaign's run whose trace nobody reads)
  * keeps each thread's last events in memory and spools skip records. */
