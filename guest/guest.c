@@ -191,6 +191,11 @@ static int guest_env_kept(const char *var)
 
 extern char **environ;
 
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* Built before fork: the child of a threaded weft may not allocate. */
 static char **guest_environment(void)
 {
@@ -204,6 +209,9 @@ static char **guest_environment(void)
     for (size_t i = 0; i < n; i++)
         if (guest_env_kept(environ[i]))
             env[k++] = environ[i];
+    /* In one order whatever order the shell exported them in: getenv's
+     * scan, and with it the guest's virtual time, depends on it. */
+    qsort(env, k, sizeof *env, compare_strings);
     return env;
 }
 

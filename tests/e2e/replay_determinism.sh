@@ -8,10 +8,26 @@ cases=(
   "parallel8 ppct 2 7" "parallel8 pct 3 2" "lost_update random 1 7" "lost_update rpro 3 4"
   "wsq pct 2 11" "deadlock_lock_order ppct 2 3" "atomicity_violation random 1 9"
 )
+# On a difference: what differed, each run's gate statistics (escapes and
+# exclusive yields are where host timing can enter), and the three runs kept
+# in $WEFT_TMP/determinism-failed for a closer look.
+explain_difference() {
+  local stem="$1" seed="$2" r
+  echo "  verdict lines:"
+  for r in 1 2 3; do echo "    $r: $(cat "$stem-$r.line")"; done
+  for r in 1 2 3; do echo "    $r: $(cat "$stem-$r/traces/seed-$seed.stderr" 2>/dev/null | grep weft-stats)"; done
+  for r in 2 3; do
+    echo "    trace 1 vs $r: $(cmp "$stem-1/traces/seed-$seed.wtr" "$stem-$r/traces/seed-$seed.wtr" 2>&1 | head -1)"
+  done
+  local keep
+  keep="$WEFT_TMP/determinism-failed/$(basename "$stem")-$(date +%s)"
+  mkdir -p "$keep" && cp -r "$stem"-[123] "$stem"-[123].log "$keep"/ && echo "  kept in $keep"
+}
+
 for c in "${cases[@]}"; do
   read -r fx sched d seed <<<"$c"
   for rep in 1 2 3; do
-    run_status st "$WEFT" replay --sched "$sched" --depth "$d" --points shared --steps 400 --threads 3 \
+    WEFT_GUEST_ENV=WEFT_PLUGIN_STATS WEFT_PLUGIN_STATS=1 run_status st "$WEFT" replay --sched "$sched" --depth "$d" --points shared --steps 400 --threads 3 \
       --seed "$seed" --save-trace --timeout 60 --output "$work/$fx-$sched-$rep" -- "$WEFT_FIXTURES/$fx" \
       >"$work/$fx-$sched-$rep.log" 2>&1
     jq -c 'del(.wall_s, .trace)' "$work/$fx-$sched-$rep/runs.jsonl" >"$work/$fx-$sched-$rep.line"
@@ -22,16 +38,24 @@ for c in "${cases[@]}"; do
     bash -c "cmp -s '$work/$fx-$sched-1/$t' '$work/$fx-$sched-2/$t' && cmp -s '$work/$fx-$sched-1/$t' '$work/$fx-$sched-3/$t'"
   check "$fx $sched seed $seed: three runs, one verdict line" \
     bash -c "cmp -s '$work/$fx-$sched-1.line' '$work/$fx-$sched-2.line' && cmp -s '$work/$fx-$sched-1.line' '$work/$fx-$sched-3.line'"
+  same="$(cat "$work/$fx-$sched"-[123].line | sort -u | wc -l)"
+  for r in 2 3; do cmp -s "$work/$fx-$sched-1/$t" "$work/$fx-$sched-$r/$t" || same=2; done
+  [ "$same" = 1 ] || explain_difference "$work/$fx-$sched" "$seed"
 done
 
 # The guest's environment is fixed by weft: a variable that differs between
 # shells (or that GNU parallel and Slurm set per task) changes nothing.
 c="$work/lost_update-random-1"
-env PARALLEL_SEQ=3 SLURM_ARRAY_TASK_ID=12 SOME_LONG_NAME="$(printf '%0200d' 0)" \
+env WEFT_GUEST_ENV=WEFT_PLUGIN_STATS WEFT_PLUGIN_STATS=1 PARALLEL_SEQ=3 SLURM_ARRAY_TASK_ID=12 SOME_LONG_NAME="$(printf '%0200d' 0)" \
   "$WEFT" replay --sched random --depth 1 --points shared --steps 400 --threads 3 --seed 7 --save-trace \
   --timeout 60 --output "$work/env" -- "$WEFT_FIXTURES/lost_update" >"$work/env.log" 2>&1 || true
 check "extra environment variables: the same trace" cmp -s "$c/traces/seed-7.wtr" "$work/env/traces/seed-7.wtr"
-WEFT_GUEST_ENV=SOME_LONG_NAME SOME_LONG_NAME="$(printf '%0200d' 0)" \
+# The same variables in another order (HOME moved to the end): the same run.
+env -u HOME WEFT_GUEST_ENV=WEFT_PLUGIN_STATS WEFT_PLUGIN_STATS=1 HOME="${HOME:-/root}" \
+  "$WEFT" replay --sched random --depth 1 --points shared --steps 400 --threads 3 --seed 7 --save-trace \
+  --timeout 60 --output "$work/env3" -- "$WEFT_FIXTURES/lost_update" >"$work/env3.log" 2>&1 || true
+check "the environment in another order: the same trace" cmp -s "$c/traces/seed-7.wtr" "$work/env3/traces/seed-7.wtr"
+WEFT_GUEST_ENV="WEFT_PLUGIN_STATS SOME_LONG_NAME" WEFT_PLUGIN_STATS=1 SOME_LONG_NAME="$(printf '%0200d' 0)" \
   "$WEFT" replay --sched random --depth 1 --points shared --steps 400 --threads 3 --seed 7 --save-trace \
   --timeout 60 --output "$work/env2" -- "$WEFT_FIXTURES/lost_update" >"$work/env2.log" 2>&1 || true
 check "WEFT_GUEST_ENV passes a variable through (the run changes)" \
