@@ -4,8 +4,11 @@
 #include "platform_state.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +41,30 @@ char host_thread_state(int tid)
     if (!paren || paren[1] != ' ')
         return 0;
     return paren[2];
+}
+
+bool host_thread_in_cond_wait(int tid)
+{
+    if (host_thread_state(tid) != 'S')
+        return false;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return true;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    buf[n] = 0;
+    // "NR ARG1 ARG2 ...", or "running" when it woke meanwhile.
+    char *end;
+    long nr = strtol(buf, &end, 10);
+    if (end == buf || nr != SYS_futex)
+        return false;
+    strtoull(end, &end, 16); // the futex word
+    unsigned long op = strtoul(end, nullptr, 16);
+    return (op & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET;
 }
 
 } // namespace weft

@@ -84,6 +84,14 @@ uint64_t now_ns();
 // Scheduler state letter of a host thread from /proc: 'S' asleep, 'R'
 // running, 'Z' zombie, 0 if the thread is gone.
 char host_thread_state(int tid);
+// Is the host thread asleep in a condition-variable wait (a futex
+// FUTEX_WAIT_BITSET, as glibc's pthread_cond_wait makes it)? qemu parks a
+// vCPU in one for its exclusive sections (start_exclusive, and
+// cpu_exec_start while another vCPU holds one); a lock it sleeps on (the
+// mmap lock, the allocator's, with the owner preempted) is a plain
+// FUTEX_WAIT and ends by itself. Where /proc/PID/task/TID/syscall cannot be
+// read, any sleep counts (the state alone, as before).
+bool host_thread_in_cond_wait(int tid);
 
 } // namespace weft
 

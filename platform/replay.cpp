@@ -178,9 +178,12 @@ void weft_platform::reschedule_locked()
 }
 
 // The holder runs guest code ('R') or sits in a syscall we know of. Asleep
-// outside a syscall means qemu parked it in start_exclusive (tb_flush after
-// the first clone, an atomic qemu can only do alone, fork), which waits for
-// every other vCPU to leave guest code, including this waiting one.
+// in a condition wait outside a syscall means qemu parked it in
+// start_exclusive (tb_flush after the first clone, an atomic qemu can only
+// do alone, fork), which waits for every other vCPU to leave guest code,
+// including this waiting one. Asleep on a lock is not that: whoever holds
+// it (the allocator's, under a preempted RCU thread) lets go by itself, and
+// letting the waiter run on would leave the policy's order by host timing.
 bool weft_platform::holder_stuck_in_qemu(int h)
 {
     Slot &s = slots[h];
@@ -188,11 +191,11 @@ bool weft_platform::holder_stuck_in_qemu(int h)
         return s.state.load() == RUNNING && (!s.in_syscall.load() || s.forking.load()) &&
                !s.waiting.load() && !s.busy.load();
     };
-    if (!outside_weft() || host_thread_state(s.host_tid) != 'S')
+    if (!outside_weft() || !host_thread_in_cond_wait(s.host_tid))
         return false;
     timespec ts = {0, 200000};
     nanosleep(&ts, nullptr);
-    return outside_weft() && host_thread_state(s.host_tid) == 'S';
+    return outside_weft() && host_thread_in_cond_wait(s.host_tid);
 }
 
 namespace

@@ -1,7 +1,8 @@
 /* The platform's OS emulator and arbiter without qemu: thread creation
  * times, the futex blocking model (a wait returns at max(own, waker's
  * time)), join through the exit of a thread with a clear-TID word, and
- * deadlock detection. Host threads stand in for guest threads where the
+ * deadlock detection, and what counts as a thread parked in qemu's exclusive
+ * section. Host threads stand in for guest threads where the
  * platform looks at /proc (it confirms a waiter is asleep in the kernel). */
 #include <pthread.h>
 #include <setjmp.h>
@@ -151,6 +152,57 @@ static void test_timed_wait_is_no_deadlock(void **state)
     assert_true(deadlock_within(20));
 }
 
+/* Host threads asleep three ways: in a condition wait (how qemu parks a
+ * vCPU for an exclusive section), on a mutex (whose holder lets go by
+ * itself), in nanosleep. */
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER, cond_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+static volatile int cond_tid, lock_tid;
+
+static void *in_cond_wait(void *arg)
+{
+    (void)arg;
+    cond_tid = (int)gettid();
+    pthread_mutex_lock(&cond_mu);
+    for (;;)
+        pthread_cond_wait(&never, &cond_mu);
+    return NULL;
+}
+
+static void *on_mutex(void *arg)
+{
+    (void)arg;
+    lock_tid = (int)gettid();
+    pthread_mutex_lock(&held);
+    pthread_mutex_unlock(&held);
+    return NULL;
+}
+
+static void test_stuck_in_qemu_means_a_condition_wait(void **state)
+{
+    (void)state;
+    pthread_t a, b;
+    pthread_mutex_lock(&held);
+    assert_int_equal(pthread_create(&a, NULL, in_cond_wait, NULL), 0);
+    assert_int_equal(pthread_create(&b, NULL, on_mutex, NULL), 0);
+    while (!cond_tid || !lock_tid)
+        usleep(1000);
+    usleep(50000); /* both asleep by now */
+    int cond_pe = weft_platform_thread_create(plat, 0, (uint64_t)cond_tid, 0, 0);
+    int lock_pe = weft_platform_thread_create(plat, 0, (uint64_t)lock_tid, 0, 0);
+    int nap_pe = weft_platform_thread_create(plat, 0, (uint64_t)sleeping_host_thread(), 0, 0);
+    assert_true(cond_pe >= 0 && lock_pe >= 0 && nap_pe >= 0);
+    assert_int_equal(weft_platform_stuck_in_qemu(plat, cond_pe), 1);
+    assert_int_equal(weft_platform_stuck_in_qemu(plat, lock_pe), 0);
+    assert_int_equal(weft_platform_stuck_in_qemu(plat, nap_pe), 0);
+    /* Busy in weft's own code: never qemu's. */
+    weft_platform_busy(plat, cond_pe, 1);
+    assert_int_equal(weft_platform_stuck_in_qemu(plat, cond_pe), 0);
+    weft_platform_busy(plat, cond_pe, -1);
+    pthread_mutex_unlock(&held);
+    pthread_join(b, NULL);
+}
+
 int main(void)
 {
     weft_platform_config cfg;
@@ -168,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_join_through_exit),
         cmocka_unit_test(test_deadlock_detected),
         cmocka_unit_test(test_timed_wait_is_no_deadlock),
+        cmocka_unit_test(test_stuck_in_qemu_means_a_condition_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
