@@ -5,6 +5,10 @@
 # really gate less, show the guest's output once, and refuse to speculate
 # when a stream cannot be replayed or held without the guest noticing.
 source "$(dirname "$0")/lib.sh"
+# A TMPDIR of its own: other tests running beside it make weft-spec folders
+# in the suite's, and the last check would see theirs.
+export TMPDIR="$work/tmp"
+mkdir -p "$TMPDIR"
 
 # weft's own lines are on stderr, beside the guest's.
 guest_stderr() { grep -v '^weft' "$1" || true; }
