@@ -75,11 +75,16 @@ static const char *stdin_unsuitable(void)
     struct stat st;
     if (fstat(0, &st) != 0 || S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))
         return NULL;
+    /* The way out is the user's: weft cannot tell whether the program reads
+     * stdin, nor wait for a pipe's end that may never come. */
     if (S_ISFIFO(st.st_mode))
-        return "has a pipe as stdin (a fork server's children would share it)";
+        return "has a pipe as stdin (a fork server's children would share it; run weft with "
+               "stdin from a file or </dev/null for the server)";
     if (S_ISSOCK(st.st_mode))
-        return "has a socket as stdin (a fork server's children would share it)";
-    return "has neither a file nor a device as stdin (a fork server's children would share it)";
+        return "has a socket as stdin (a fork server's children would share it; run weft with "
+               "stdin from a file or </dev/null for the server)";
+    return "has neither a file nor a device as stdin (a fork server's children would share it; "
+           "run weft with stdin from a file or </dev/null for the server)";
 }
 
 replay_pool *replay_pool_create(const replay_config *c)
