@@ -1,6 +1,7 @@
 // What the host says about the threads it runs: a monotonic clock, and a
-// host thread's scheduler state from /proc. The arbiters decide from these
-// whether a guest thread is asleep in the kernel, in qemu, or gone.
+// host thread's scheduler state and the system call it sleeps in, from
+// /proc. The arbiters decide from these whether a guest thread is asleep in
+// the kernel, in qemu, or gone.
 #include "platform_state.h"
 
 #include <fcntl.h>
