@@ -164,6 +164,7 @@ typedef struct run_counts {
     int estimated;
     int capped; /* a learning run stopped at its trace's size limit */
     uint64_t steps, threads;
+    uint64_t departures; /* gates that gave up waiting (the record's `departures`) */
     char note[64];
 } run_counts;
 
@@ -233,6 +234,7 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
     if (rec) {
         out->steps = (uint64_t)json_integer_value(json_object_get(rec, "steps"));
         out->threads = (uint64_t)json_integer_value(json_object_get(rec, "threads"));
+        out->departures = (uint64_t)json_integer_value(json_object_get(rec, "departures"));
         json_decref(rec);
     } else if (out->capped) {
         /* A part of a run counts nothing: another round will. */
@@ -243,6 +245,11 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
         outcome(&r, flags, out->note, sizeof out->note);
     out->rc = 0;
 }
+
+/* Profiling runs of this campaign that left the policy's order (a gate gave
+ * up waiting): what they learnt, and with it the campaign's points and k,
+ * may not be what a rerun learns. */
+static uint64_t profile_departed;
 
 /* One round of profiling runs (seeds 0..R-1) and what they counted. */
 typedef struct profile_round {
@@ -416,6 +423,7 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
     size_t sl = 0;
     for (uint64_t s = 0; s < pr->runs; s++) {
         const run_counts *rc = &pr->counts[s];
+        profile_departed += rc->departures > 0;
         if (rc->note[0])
             snprintf(pr->note, sizeof pr->note, "%s", rc->note);
         pr->estimated |= rc->estimated;
@@ -452,6 +460,11 @@ static void take_k_n(replay_config *c, const profile_round *pr, int rounds, doub
            pr->estimated ? "; counted from a trace: a run died before the plugin wrote its record"
                          : "",
            pr->note[0] ? "; note: a run: " : "", pr->note);
+    if (profile_departed)
+        printf("weft: profiling: %" PRIu64 " run%s left the policy's order (a gate gave up "
+               "waiting: a host stall, or a thread stuck in qemu's exclusive section): the points "
+               "and k learnt may differ from a rerun's, and with them every seed's schedule\n",
+               profile_departed, profile_departed == 1 ? "" : "s");
     /* Fewer steps than threads: the threads were created and synchronize
      * where visible points do not look (xz's, inside liblzma), and a
      * priority policy has next to nothing to choose. */
@@ -546,6 +559,7 @@ static int profile(replay_config *c)
 int replay_profile(replay_config *c)
 {
     profile_interrupted = 0;
+    profile_departed = 0;
     profile_signal = 0;
     struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_profile_signal;
