@@ -9,13 +9,15 @@ cases=(
   "wsq pct 2 11" "deadlock_lock_order ppct 2 3" "atomicity_violation random 1 9"
 )
 # On a difference: what differed, each run's gate statistics (escapes and
-# exclusive yields are where host timing can enter), and the three runs kept
+# exclusive yields are where host timing can enter) and profiling lines (the
+# points learnt, and whether a profiling run departed), and the three runs kept
 # in $WEFT_TMP/determinism-failed for a closer look.
 explain_difference() {
   local stem="$1" seed="$2" r
   echo "  verdict lines:"
   for r in 1 2 3; do echo "    $r: $(cat "$stem-$r.line")"; done
   for r in 1 2 3; do echo "    $r: $(cat "$stem-$r/traces/seed-$seed.stderr" 2>/dev/null | grep weft-stats)"; done
+  for r in 1 2 3; do grep "^weft: profiling" "$stem-$r.log" | sed "s/^/    $r: /"; done
   for r in 2 3; do
     echo "    trace 1 vs $r: $(cmp "$stem-1/traces/seed-$seed.wtr" "$stem-$r/traces/seed-$seed.wtr" 2>&1 | head -1)"
   done
