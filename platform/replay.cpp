@@ -182,8 +182,9 @@ void weft_platform::reschedule_locked()
 // start_exclusive (tb_flush after the first clone, an atomic qemu can only
 // do alone, fork), which waits for every other vCPU to leave guest code,
 // including this waiting one. Asleep on a lock is not that: whoever holds
-// it (the allocator's, under a preempted RCU thread) lets go by itself, and
-// letting the waiter run on would leave the policy's order by host timing.
+// it (the allocator's, the mmap lock; preempted on a loaded machine) lets go
+// by itself, and letting the waiter run on would leave the policy's order by
+// host timing.
 bool weft_platform::holder_stuck_in_qemu(int h)
 {
     Slot &s = slots[h];
