@@ -44,28 +44,40 @@ char host_thread_state(int tid)
     return paren[2];
 }
 
-bool host_thread_in_cond_wait(int tid)
+// The futex operation the host thread sleeps in: its op, -1 when it is not
+// asleep in a futex, -2 when it is asleep and /proc cannot say in what.
+static long asleep_in_futex(int tid)
 {
     if (host_thread_state(tid) != 'S')
-        return false;
+        return -1;
     char path[64], buf[256];
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return true;
+        return -2;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0)
-        return true;
+        return -2;
     buf[n] = 0;
     // "NR ARG1 ARG2 ...", or "running" when it woke meanwhile.
     char *end;
     long nr = strtol(buf, &end, 10);
     if (end == buf || nr != SYS_futex)
-        return false;
+        return -1;
     strtoull(end, &end, 16); // the futex word
-    unsigned long op = strtoul(end, nullptr, 16);
-    return (op & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET;
+    return long(strtoul(end, nullptr, 16) & 0x7fffffffu);
+}
+
+bool host_thread_in_cond_wait(int tid)
+{
+    long op = asleep_in_futex(tid);
+    return op == -2 || (op >= 0 && (op & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET);
+}
+
+bool host_thread_in_futex(int tid)
+{
+    return asleep_in_futex(tid) != -1;
 }
 
 } // namespace weft

@@ -393,11 +393,20 @@ int weft_platform_check_deadlock(weft_platform *p)
     }
     if (blocked == 0)
         return 0;
-    // Only when nothing changed since the last look: a wake may be in flight.
+    // Only when nothing changed since the last look (a wake may be in
+    // flight), and every waiter's host thread still sleeps in its futex (one
+    // the kernel woke, by a wake the model did not see, is runnable).
     uint64_t prog = p->progress.load() + 1;
     bool same = p->deadlock_seen == prog;
     p->deadlock_seen = prog;
-    return same ? 1 : 0;
+    if (!same)
+        return 2;
+    for (uint32_t q = 0; q < n; q++)
+        if (p->slots[q].state.load() == BLOCKED && !host_thread_in_futex(p->slots[q].host_tid)) {
+            p->deadlock_seen = 0;
+            return 0;
+        }
+    return 1;
 }
 
 uint64_t weft_platform_blocked_on(weft_platform *p, int pe)

@@ -92,6 +92,9 @@ char host_thread_state(int tid);
 // FUTEX_WAIT and ends by itself. Where /proc/PID/task/TID/syscall cannot be
 // read, any sleep counts (the state alone, as before).
 bool host_thread_in_cond_wait(int tid);
+// Is the host thread asleep in a futex (any operation; where /proc cannot
+// say, asleep at all)?
+bool host_thread_in_futex(int tid);
 
 } // namespace weft
 
@@ -110,6 +113,9 @@ struct weft_platform {
     std::atomic<uint64_t> exclusive_yields{0};
     std::atomic<uint64_t> late{0}; // gates passed behind the kernel's time (not replaying)
     uint64_t deadlock_seen = 0;
+    // Bumped (and futex-woken) when no thread is left running but some wait
+    // in a futex: a deadlock may have formed, and the watchdog looks now.
+    std::atomic<uint32_t> idle_seq{0};
     std::atomic<uint64_t> progress_epoch{0}; // bumped by weft_platform_progress
     // Has anyone read progress_epoch since its last bump? If not, another
     // bump tells nobody anything: a write then costs a load, not a locked add.
@@ -140,6 +146,7 @@ struct weft_platform {
 
     void step_kernel_to(uint64_t cycles);
     void probe(int q);
+    void note_maybe_idle_locked();
     static bool counted(int st)
     {
         return st == weft::RUNNING || st == weft::FUTEX_ENTERING || st == weft::EXITING;

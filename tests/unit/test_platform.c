@@ -4,6 +4,7 @@
  * deadlock detection, and what counts as a thread parked in qemu's exclusive
  * section. Host threads stand in for guest threads where the
  * platform looks at /proc (it confirms a waiter is asleep in the kernel). */
+#include <linux/futex.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -21,11 +23,24 @@
 static weft_platform *plat;
 static volatile int sleeper_tid;
 
-/* A host thread that sleeps, as a guest thread blocked in FUTEX_WAIT would. */
+/* A host thread asleep in a futex, as a guest thread blocked in FUTEX_WAIT
+ * is (the word never changes). */
 static void *sleeper(void *arg)
 {
     (void)arg;
+    static uint32_t never_changes;
     sleeper_tid = (int)gettid();
+    for (;;)
+        syscall(SYS_futex, &never_changes, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    return NULL;
+}
+
+/* A host thread asleep in nanosleep: not in a futex. */
+static volatile int napper_tid;
+static void *napper(void *arg)
+{
+    (void)arg;
+    napper_tid = (int)gettid();
     for (;;) {
         struct timespec ts = {1, 0};
         nanosleep(&ts, NULL);
@@ -33,17 +48,29 @@ static void *sleeper(void *arg)
     return NULL;
 }
 
+static int start_host_thread(void *(*fn)(void *), volatile int *tid)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, fn, NULL);
+    while (!*tid)
+        usleep(1000);
+    usleep(20000); /* let it fall asleep */
+    return *tid;
+}
+
 static int sleeping_host_thread(void)
 {
-    static pthread_t t;
     static int tid;
-    if (!tid) {
-        pthread_create(&t, NULL, sleeper, NULL);
-        while (!sleeper_tid)
-            usleep(1000);
-        usleep(20000); /* let it reach nanosleep */
-        tid = sleeper_tid;
-    }
+    if (!tid)
+        tid = start_host_thread(sleeper, &sleeper_tid);
+    return tid;
+}
+
+static int napping_host_thread(void)
+{
+    static int tid;
+    if (!tid)
+        tid = start_host_thread(napper, &napper_tid);
     return tid;
 }
 
@@ -112,15 +139,24 @@ static void test_deadlock_detected(void **state)
     /* T2 and T3 each wait on a word nobody will wake; T0 waits too. */
     int a = weft_platform_thread_create(plat, 0, 1002, 3100, 0);
     int b = weft_platform_thread_create(plat, 0, 1003, 3200, 0);
+    uint32_t idle = weft_platform_idle_seq(plat);
     weft_platform_futex_wait_enter(plat, a, 0x7000, 3300, host, 0);
     weft_platform_futex_wait_enter(plat, b, 0x7100, 3400, host, 0);
+    assert_int_equal(weft_platform_idle_seq(plat), idle); /* T0 still runs */
     weft_platform_futex_wait_enter(plat, 0, 0x7200, 3500, host, 0);
-    int seen = 0;
-    for (int i = 0; i < 20 && !seen; i++) {
+    /* The last runner waits: the watchdog is told at once. */
+    assert_int_not_equal(weft_platform_idle_seq(plat), idle);
+    weft_platform_wait_idle(plat, idle, 1000000000L); /* returns at once */
+    /* A first look that finds every thread blocked says "look again"; a
+     * second one with nothing changed in between confirms. */
+    int seen = 0, first = 0;
+    for (int i = 0; i < 20 && seen != 1; i++) {
         seen = weft_platform_check_deadlock(plat);
-        usleep(30000);
+        first = first ? first : seen;
+        usleep(1000);
     }
-    assert_true(seen);
+    assert_int_equal(first, 2);
+    assert_int_equal(seen, 1);
     char buf[1024];
     weft_platform_describe_blocked(plat, buf, sizeof buf);
     assert_non_null(strstr(buf, "T2 (tid 1002) waits on futex 0x7000"));
@@ -133,11 +169,11 @@ static void test_deadlock_detected(void **state)
 static int deadlock_within(int tries)
 {
     int seen = 0;
-    for (int i = 0; i < tries && !seen; i++) {
+    for (int i = 0; i < tries && seen != 1; i++) {
         seen = weft_platform_check_deadlock(plat);
         usleep(10000);
     }
-    return seen;
+    return seen == 1;
 }
 
 static void test_timed_wait_is_no_deadlock(void **state)
@@ -150,6 +186,19 @@ static void test_timed_wait_is_no_deadlock(void **state)
     weft_platform_futex_wait_return(plat, 0, 3600);
     weft_platform_futex_wait_enter(plat, 0, 0x7200, 3700, host, 0);
     assert_true(deadlock_within(20));
+}
+
+/* Every thread blocked in the model, but one whose host thread sleeps
+ * elsewhere than in a futex (the kernel woke it, or it never got there): no
+ * deadlock, however long it stays so. */
+static void test_deadlock_needs_every_waiter_in_a_futex(void **state)
+{
+    (void)state;
+    assert_true(deadlock_within(20)); /* as test_timed_wait_is_no_deadlock left it */
+    weft_platform_futex_wait_return(plat, 0, 3800);
+    weft_platform_futex_wait_enter(plat, 0, 0x7300, 3900, napping_host_thread(), 0);
+    assert_false(deadlock_within(10));
+    weft_platform_futex_wait_return(plat, 0, 4000);
 }
 
 /* Host threads asleep three ways: in a condition wait (how qemu parks a
@@ -190,7 +239,7 @@ static void test_stuck_in_qemu_means_a_condition_wait(void **state)
     usleep(50000); /* both asleep by now */
     int cond_pe = weft_platform_thread_create(plat, 0, (uint64_t)cond_tid, 0, 0);
     int lock_pe = weft_platform_thread_create(plat, 0, (uint64_t)lock_tid, 0, 0);
-    int nap_pe = weft_platform_thread_create(plat, 0, (uint64_t)sleeping_host_thread(), 0, 0);
+    int nap_pe = weft_platform_thread_create(plat, 0, (uint64_t)napping_host_thread(), 0, 0);
     assert_true(cond_pe >= 0 && lock_pe >= 0 && nap_pe >= 0);
     assert_int_equal(weft_platform_stuck_in_qemu(plat, cond_pe), 1);
     assert_int_equal(weft_platform_stuck_in_qemu(plat, lock_pe), 0);
@@ -220,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_join_through_exit),
         cmocka_unit_test(test_deadlock_detected),
         cmocka_unit_test(test_timed_wait_is_no_deadlock),
+        cmocka_unit_test(test_deadlock_needs_every_waiter_in_a_futex),
         cmocka_unit_test(test_stuck_in_qemu_means_a_condition_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -215,8 +215,16 @@ int weft_platform_is_exiting(weft_platform *p);
 
 /* Watchdog step (called periodically from a host thread): confirms futex
  * sleepers, and reports a deadlock: returns 1 when every live thread is
- * blocked in a futex wait and none can be woken. */
+ * blocked in a futex wait and none can be woken (two looks agree, nothing
+ * happened between them, and every waiter's host thread sleeps in a futex),
+ * 2 when every live thread is blocked at a first look (look again soon), 0
+ * otherwise. */
 int weft_platform_check_deadlock(weft_platform *p);
+/* A count bumped whenever no thread is left running while some wait in a
+ * futex; weft_platform_wait_idle sleeps until it differs from `seen`, or
+ * timeout_ns: the watchdog's period, cut short when a deadlock may form. */
+uint32_t weft_platform_idle_seq(weft_platform *p);
+void weft_platform_wait_idle(weft_platform *p, uint32_t seen, long timeout_ns);
 /* One line per blocked thread: "T<i> (tid N) waits on futex 0x... since <cycles>". */
 size_t weft_platform_describe_blocked(weft_platform *p, char *buf, size_t len);
 /* Futex word the thread is blocked on, or 0. */
