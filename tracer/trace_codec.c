@@ -334,6 +334,19 @@ out:
     return rc;
 }
 
+/* The header's CRC field against the header's first 24 bytes and the
+ * len payload bytes after it. */
+static int chunk_crc_ok(const uint8_t *b, uint32_t len)
+{
+    return trc_crc32(trc_crc32(0, b, 24), b + CHUNK_HDR_SIZE, len) == get_u32(b + 24);
+}
+
+int trc_chunk_matches(const uint8_t *b, uint32_t thread, const trc_chunk *k)
+{
+    return get_u32(b) == CHUNK_MAGIC && get_u32(b + 4) == thread && get_u32(b + 8) == k->count &&
+           get_u32(b + 12) == k->len && get_u64(b + 16) == k->base_time && chunk_crc_ok(b, k->len);
+}
+
 size_t trc_chunk_check(const uint8_t *b, size_t avail, uint32_t thread, uint64_t prev, trc_chunk *c,
                        uint64_t *last)
 {
@@ -342,7 +355,7 @@ size_t trc_chunk_check(const uint8_t *b, size_t avail, uint32_t thread, uint64_t
     uint32_t count = get_u32(b + 8), len = get_u32(b + 12);
     if (get_u32(b) != CHUNK_MAGIC || get_u32(b + 4) != thread || count == 0 ||
         count > BLOCK_MAX_EVENTS || len > PAYLOAD_MAX || len > avail - CHUNK_HDR_SIZE ||
-        trc_crc32(trc_crc32(0, b, 24), b + CHUNK_HDR_SIZE, len) != get_u32(b + 24))
+        !chunk_crc_ok(b, len))
         return 0;
     *c = (trc_chunk){.count = count, .len = len, .base_time = get_u64(b + 16)};
     /* Decoded, so that the merge will not fail on it, and the thread's

@@ -419,6 +419,10 @@ typedef struct trc_chunk {
     uint32_t seg;
 } trc_chunk;
 
+/* Is the chunk at b (its header and k->len payload bytes there) the one
+ * index entry k of `thread` names, its CRC whole? (The merge's reads of a
+ * spool that may have changed since it was indexed.) */
+int trc_chunk_matches(const uint8_t *b, uint32_t thread, const trc_chunk *k);
 /* The whole chunk of `thread` at b (avail bytes there), its first event not
  * before prev: its length, with *c (but off and seg) and its last event's
  * time in *last; 0 if it is torn or does not verify (salvage). */

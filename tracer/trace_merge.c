@@ -91,9 +91,7 @@ static int cursor_load(trc_merge *m, uint32_t t, trc_cursor *c)
         }
         b = c->buf;
     }
-    if ((size_t)r != need || get_u32(b) != CHUNK_MAGIC || get_u32(b + 4) != t ||
-        get_u32(b + 8) != k->count || get_u32(b + 12) != k->len ||
-        trc_crc32(trc_crc32(0, b, 24), b + CHUNK_HDR_SIZE, k->len) != get_u32(b + 24)) {
+    if ((size_t)r != need || !trc_chunk_matches(b, t, k)) {
         trc_seterr(m->err, m->errlen, "%s: chunk at offset %llu%s changed on disk", m->spool_path,
                    (unsigned long long)k->off, k->seg ? " of a segment" : "");
         return -1;

@@ -121,10 +121,7 @@ static int read_chunks(trc_merge *m, const seg_plan *s, uint8_t *buf)
             trc_seterr(m->err, m->errlen, "%s: read failed: %s", m->spool_path, strerror(errno));
             return -1;
         }
-        if ((size_t)r != need || get_u32(p) != CHUNK_MAGIC || get_u32(p + 4) != s->thread ||
-            get_u32(p + 8) != k->count || get_u32(p + 12) != k->len ||
-            get_u64(p + 16) != k->base_time ||
-            trc_crc32(trc_crc32(0, p, 24), p + CHUNK_HDR_SIZE, k->len) != get_u32(p + 24)) {
+        if ((size_t)r != need || !trc_chunk_matches(p, s->thread, k)) {
             trc_seterr(m->err, m->errlen, "%s: chunk at offset %llu changed on disk", m->spool_path,
                        (unsigned long long)k->off);
             return -1;
