@@ -587,10 +587,11 @@ typedef struct trc_online {
     trc_live *live; /* where the threads' pending areas are */
 } trc_online;
 
-int trc_online_init(trc_online *o, int level);
+/* live: the buffer file whose pending areas the threads' segments use. */
+int trc_online_init(trc_online *o, int level, trc_live *live);
 void trc_online_free(trc_online *o);
 /* Thread's pending segment, made at its first call (NULL: out of memory). */
-trc_pending *trc_online_thread(trc_online *o, trc_live *live, uint32_t thread);
+trc_pending *trc_online_thread(trc_online *o, uint32_t thread);
 /* Add an append's chunks (chunks[i] at buf + chunks[i].off) to p, closing
  * the segment into sink first whenever the next chunk would not fit; each
  * chunk's off and seg then say where the index finds it. exited: the

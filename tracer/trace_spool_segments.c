@@ -109,10 +109,11 @@ struct trc_pending {
     uint64_t chunks; /* appended so far, those in segments included */
 };
 
-int trc_online_init(trc_online *o, int level)
+int trc_online_init(trc_online *o, int level, trc_live *live)
 {
     memset(o, 0, sizeof *o);
     o->level = level;
+    o->live = live;
     return pthread_mutex_init(&o->lock, NULL) == 0 ? 0 : -1;
 }
 
@@ -134,7 +135,7 @@ void trc_online_free(trc_online *o)
     memset(o, 0, sizeof *o);
 }
 
-trc_pending *trc_online_thread(trc_online *o, trc_live *live, uint32_t thread)
+trc_pending *trc_online_thread(trc_online *o, uint32_t thread)
 {
     pthread_mutex_lock(&o->lock);
     trc_pending *p = NULL;
@@ -147,7 +148,6 @@ trc_pending *trc_online_thread(trc_online *o, trc_live *live, uint32_t thread)
         o->th = v;
         o->nth = n;
     }
-    o->live = live;
     if (!(p = o->th[thread]) && (p = calloc(1, sizeof *p))) {
         pthread_mutex_init(&p->mu, NULL);
         o->th[thread] = p;

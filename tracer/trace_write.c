@@ -96,7 +96,7 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
     w->fd = -1;
     w->live.fd = -1;
     pthread_mutex_init(&w->lock, NULL);
-    trc_online_init(&w->online, trc_zstd_level());
+    trc_online_init(&w->online, trc_zstd_level(), &w->live);
     w->path = strdup(path);
     w->spool_path = path_with_suffix(path, ".spool");
     if (!w->path || !w->spool_path || trc_meta_copy(&w->meta, meta) < 0) {
@@ -413,7 +413,7 @@ static int online_append(weft_trace_writer *w, uint32_t thread, const weft_event
                          const trc_thread_stats *st, const uint8_t *buf, trc_chunk *chunks,
                          size_t nchunks)
 {
-    trc_pending *p = trc_online_thread(&w->online, &w->live, thread);
+    trc_pending *p = trc_online_thread(&w->online, thread);
     if (!p) {
         pthread_mutex_lock(&w->lock);
         writer_fail(w, "%s: out of memory", w->path);
