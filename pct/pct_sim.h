@@ -43,6 +43,8 @@ typedef enum pct_sim_opcode {
     PCT_SIM_JOIN,       /* blocked until thread a has exited */
     PCT_SIM_SPIN,       /* busy-wait until var[a] == b; each check is a step */
     PCT_SIM_SPIN_YIELD, /* the same, calling sched_yield after a failed check */
+    PCT_SIM_SPIN_SLEEP, /* the same, calling nanosleep after a failed check */
+    PCT_SIM_SLEEP,      /* nanosleep: local, then the next operation */
 } pct_sim_opcode;
 
 typedef struct pct_sim_op {

@@ -6,7 +6,10 @@
  *   reserved 1 .. d-1     d - i is given at change point k_i (Nagarakatte et al. Fig. 4
  *                         line 14), each at most once since the k_i differ;
  *   demoted  <= 0         yielding threads, below everything else.
- * So priorities are always distinct and no tie-break is needed. In ppct the
+ * Sleepers (pct, rpro) sit between the initial and the reserved band: at d - 1
+ * with a rank, nap, that orders them above the change point's d - 1 (nap 0)
+ * and among themselves. So priorities are always distinct and no tie-break
+ * is needed. In ppct the
  * low set L is exactly the threads with priority <= d. pos keeps its random
  * priority per pending event in the same field (pos.c); pb and db decide
  * by creation order and their schedule (bounded.c). */
@@ -275,7 +278,13 @@ static void demote(pct_policy *p, struct thread *t)
     if (t->prio < low)
         return;
     t->prio = low - 1;
+    t->nap = 0;
     p->overrides++;
+}
+
+static bool above(const struct thread *a, const struct thread *b)
+{
+    return a->prio > b->prio || (a->prio == b->prio && a->nap > b->nap);
 }
 
 int pct_thread_yielded(pct_policy *p, pct_tid tid)
@@ -301,6 +310,28 @@ int pct_thread_yielded(pct_policy *p, pct_tid tid)
         return 0;
     }
     demote(p, t); /* a ppct L thread stays in L */
+    return 0;
+}
+
+/* A program that sleeps to let another thread finish something (sleep as
+ * synchronization) fails when that thread is delayed for longer than the
+ * sleep: under pct, when a change point delays it. Demoted below everything,
+ * the sleeper would wait for the delayed thread too, and the bug would need
+ * a second change point that no sleep needs. */
+int pct_thread_slept(pct_policy *p, pct_tid tid, bool again)
+{
+    struct thread *t = pct_find(p, tid);
+    if (!t)
+        return -1;
+    bool undelayed = t->prio >= (int64_t)p->cfg.d || t->nap > 0;
+    pct_kind k = p->cfg.kind;
+    if (again || !undelayed || (k != PCT_KIND_PCT && k != PCT_KIND_RPRO))
+        return pct_thread_yielded(p, tid);
+    t->yields++;
+    t->yielded_since = true;
+    t->prio = (int64_t)p->cfg.d - 1;
+    t->nap = INT64_MAX - ++p->naps; /* below the earlier sleepers: they take turns */
+    p->overrides++;
     return 0;
 }
 
@@ -350,6 +381,7 @@ int pct_step_access(pct_policy *p, pct_tid tid, uint64_t object, pct_access acce
         /* Fig. 4 lines 12-15: the thread that executed step k_i drops to d - i. */
         if (p->next_cp < p->ncps && p->cps[p->next_cp].step == p->steps) {
             t->prio = (int64_t)p->cfg.d - (int64_t)p->cps[p->next_cp].index;
+            t->nap = 0;
             note_low(p, t);
             p->dec.cp_fired = true;
             p->dec.cp_tid = t->tid;
@@ -372,7 +404,7 @@ static size_t best_of(const pct_policy *p, const size_t *idx, size_t n)
 {
     size_t best = idx[0];
     for (size_t i = 1; i < n; i++) {
-        if (p->threads[idx[i]].prio > p->threads[best].prio)
+        if (above(&p->threads[idx[i]], &p->threads[best]))
             best = idx[i];
     }
     return best;

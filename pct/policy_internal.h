@@ -14,6 +14,7 @@ struct thread {
     pct_tid parent;
     pct_thread_state state;
     int64_t prio;
+    int64_t nap; /* > 0: in the sleepers' band at prio d - 1, larger ranks first */
     bool ever_low;
     uint64_t steps, yields, time;
     bool yielded_since; /* yielded since the last decision */
@@ -77,7 +78,8 @@ struct pct_policy {
     uint64_t steps;
     size_t low_ever;
     uint64_t overrides;
-    bool relief; /* ppct: an H thread yielded; the next decision helps L */
+    int64_t naps; /* sleepers' band places given so far */
+    bool relief;  /* ppct: an H thread yielded; the next decision helps L */
     pct_tid relief_from;
     size_t *scratch; /* indices of enabled threads, one decision's worth */
     struct bounded b;

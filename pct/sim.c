@@ -42,7 +42,14 @@ struct sim {
     bool reported_enabled[PCT_SIM_MAX_THREADS]; /* what the policy was told last */
     uint64_t time[PCT_SIM_MAX_THREADS];         /* one cycle per step, for ideal */
     int owner[PCT_SIM_LOCKS];                   /* thread holding the mutex, or -1 */
+    /* As the platform tells a sleep that waits from a first one: stores,
+     * locks, unlocks and spawns are progress; a thread that yielded or
+     * slept since the last progress sleeps again. */
+    uint64_t progress;
+    uint64_t sighted[PCT_SIM_MAX_THREADS]; /* progress + 1 at its last yield */
 };
+
+enum pause { PAUSE_NONE, PAUSE_YIELD, PAUSE_SLEEP };
 
 static bool live(const struct sim *s, size_t i)
 {
@@ -78,6 +85,7 @@ static pct_access access_of(const pct_sim_op *op, uint64_t *object)
     case PCT_SIM_LOAD:
     case PCT_SIM_SPIN:
     case PCT_SIM_SPIN_YIELD:
+    case PCT_SIM_SPIN_SLEEP:
         *object = PCT_SIM_VAR_OBJECT(op->a);
         return PCT_ACCESS_READ;
     case PCT_SIM_LOCK:
@@ -139,14 +147,18 @@ static size_t refresh(struct sim *s)
     return n;
 }
 
-/* Executes one operation of thread i; returns true if it yielded. */
-static bool execute(struct sim *s, size_t i)
+/* Executes one operation of thread i; returns how it paused, if it did. */
+static enum pause execute(struct sim *s, size_t i)
 {
     const pct_sim_op *op = &s->prog->thread[i].ops[s->pc[i]];
-    bool advance = true, yielded = false;
+    bool advance = true;
+    enum pause paused = PAUSE_NONE;
     switch (op->code) {
     case PCT_SIM_WORK:
     case PCT_SIM_JOIN:
+        break;
+    case PCT_SIM_SLEEP:
+        paused = PAUSE_SLEEP;
         break;
     case PCT_SIM_STORE:
         s->run->var[op->a] = op->b;
@@ -168,13 +180,37 @@ static bool execute(struct sim *s, size_t i)
         break;
     case PCT_SIM_SPIN:
     case PCT_SIM_SPIN_YIELD:
+    case PCT_SIM_SPIN_SLEEP:
         advance = s->run->var[op->a] == op->b;
-        yielded = !advance && op->code == PCT_SIM_SPIN_YIELD;
+        if (!advance && op->code != PCT_SIM_SPIN)
+            paused = op->code == PCT_SIM_SPIN_YIELD ? PAUSE_YIELD : PAUSE_SLEEP;
+        break;
+    }
+    switch (op->code) {
+    case PCT_SIM_STORE:
+    case PCT_SIM_LOCK:
+    case PCT_SIM_UNLOCK:
+    case PCT_SIM_SPAWN:
+        s->progress++;
+        break;
+    default:
         break;
     }
     if (advance)
         s->pc[i]++;
-    return yielded;
+    return paused;
+}
+
+static void report_pause(struct sim *s, size_t i, enum pause how)
+{
+    if (how == PAUSE_NONE)
+        return;
+    bool again = s->sighted[i] == s->progress + 1;
+    s->sighted[i] = s->progress + 1;
+    if (how == PAUSE_SLEEP)
+        pct_thread_slept(s->p, PCT_SIM_TID(i), again);
+    else
+        pct_thread_yielded(s->p, PCT_SIM_TID(i));
 }
 
 static size_t choose(pct_sim_adversary adv, gsl_rng *rng, size_t n)
@@ -224,7 +260,7 @@ int pct_sim_run_with(const pct_sim_program *prog, pct_policy *p, const pct_sim_o
         }
         uint64_t object;
         pct_access a = access_of(&prog->thread[i].ops[s.pc[i]], &object);
-        bool yielded = execute(&s, i);
+        enum pause paused = execute(&s, i);
         run->steps++;
         refresh(&s);
         if (opt->report == PCT_SIM_REPORT_NOTHING)
@@ -232,8 +268,7 @@ int pct_sim_run_with(const pct_sim_program *prog, pct_policy *p, const pct_sim_o
         else
             pct_step_access(p, tid, object, a);
         pct_thread_time(p, tid, ++s.time[i]);
-        if (yielded)
-            pct_thread_yielded(p, tid);
+        report_pause(&s, i, paused);
         if (s.pc[i] == prog->thread[i].nops) {
             s.exited[i] = true;
             run->exit_step[i] = run->steps;

@@ -54,6 +54,8 @@ struct alignas(64) Slot {
     // Spinning (replays): seen spinning this many times since progress_epoch
     // spin_epoch, last at spin_pc. Guarded by the platform lock.
     uint64_t spin_epoch = ~0ull, spin_count = 0, spin_pc = 0;
+    // It spun, yielded or slept in spin_epoch (a sleep is no sighting).
+    bool paused = false;
     // Set by the PE's own thread before its gate, read there (POS).
     uint64_t exec_obj = 0, pend_obj = 0;
     int exec_acc = PCT_ACCESS_UNKNOWN, pend_acc = PCT_ACCESS_UNKNOWN;
@@ -75,6 +77,7 @@ enum PolicyOp : uint8_t {
     OP_BLOCKED,
     OP_EXITED,
     OP_YIELDED,
+    OP_SLEPT, // arg: again (pct_thread_slept)
     OP_STEP,
     OP_PENDING,
     OP_NEXT
@@ -140,6 +143,7 @@ struct weft_platform {
     void pol_created(int pe, int parent);
     void pol_state(int pe, weft::PolicyOp op);
     void pol_yielded(int pe);
+    void pol_slept(int pe, bool again);
     void pol_step(int pe, uint64_t obj, int acc);
     void pol_pending(int pe, uint64_t obj, int acc);
     size_t pol_next(pct_tid *out, size_t cap);

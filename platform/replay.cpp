@@ -427,7 +427,9 @@ void weft_platform_forking(weft_platform *p, int pe, int on)
 // runnable thread only spun are no luck.
 #define LIVELOCK_SIGHTINGS 3
 
-int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
+// A spin or a yield is a sighting for the livelock rule; a sleep only
+// tells the policy.
+static int spin_sighting(weft_platform *p, int pe, uint64_t pc, bool sleep)
 {
     std::lock_guard<std::mutex> g(p->mu);
     // Before the epoch is read: a write that then finds it unseen came before.
@@ -436,11 +438,21 @@ int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
     if (s.spin_epoch != p->progress_epoch.load(std::memory_order_relaxed)) {
         s.spin_epoch = p->progress_epoch.load(std::memory_order_relaxed);
         s.spin_count = 0;
+        s.paused = false;
     }
+    bool again = s.paused;
+    s.paused = true;
+    if (p->policy && sleep)
+        p->pol_slept(pe, again);
+    else if (p->policy)
+        p->pol_yielded(pe);
+    // A sleep is no sign of a livelock: time may end the wait (a loop with
+    // a deadline, or a bounded number of retries), and three sleeps in a
+    // row with no write in between need not be a loop at all.
+    if (sleep)
+        return 0;
     s.spin_count++;
     s.spin_pc = pc;
-    if (p->policy)
-        p->pol_yielded(pe);
     uint32_t n = p->count.load();
     unsigned live = 0;
     for (uint32_t q = 0; q < n; q++) {
@@ -456,6 +468,16 @@ int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
         live++;
     }
     return live > 0;
+}
+
+int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
+{
+    return spin_sighting(p, pe, pc, false);
+}
+
+int weft_platform_sleep(weft_platform *p, int pe, uint64_t pc)
+{
+    return spin_sighting(p, pe, pc, true);
 }
 
 void weft_platform_progress(weft_platform *p, int pe)

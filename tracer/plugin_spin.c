@@ -101,3 +101,9 @@ void plugin_spin_yield(vcpu_state *v)
     if (weft_platform_spin(g_plugin.platform, v->pe, v->last_gated_pc))
         livelock();
 }
+
+void plugin_spin_sleep(vcpu_state *v)
+{
+    if (weft_platform_sleep(g_plugin.platform, v->pe, v->last_gated_pc))
+        livelock();
+}

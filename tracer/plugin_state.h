@@ -465,6 +465,8 @@ uint64_t plugin_inject_at_gate(vcpu_state *v, uint64_t cycles, uint64_t pc);
 void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uint64_t cycles);
 /* Replays: the thread yielded (sched_yield, nanosleep, YIELD, WFE). */
 void plugin_spin_yield(vcpu_state *v);
+/* nanosleep under a policy: a yield that a delayed thread may outlast. */
+void plugin_spin_sleep(vcpu_state *v);
 /* Replays: the thread wrote outside its stack (a spin watch's write, or a
  * library block with a store starting): whoever waits may go on. */
 void plugin_spin_progress(vcpu_state *v);

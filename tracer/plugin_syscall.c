@@ -180,8 +180,12 @@ static void futex_entry(vcpu_state *v, uint64_t pc)
     }
 }
 
-/* The syscall's place in virtual time: its gate, at the SVC's cycle. */
-static void syscall_gate(vcpu_state *v, int64_t num)
+/* The syscall's place in virtual time: its gate, at the SVC's cycle. A
+ * pause (a yield or a sleep under a policy, already told) makes it a
+ * point, so the decision that follows it is made here: a loop that polls
+ * with a sleep may have no other point, and each of its rounds would cost a
+ * real sleep while everybody else waits. */
+static void syscall_gate(vcpu_state *v, int64_t num, int pause)
 {
     if (!v->begun) /* outside guest code: it may wait for its first turn here */
         plugin_begin_thread(v, 1);
@@ -193,7 +197,7 @@ static void syscall_gate(vcpu_state *v, int64_t num)
      * inside pthread_mutex_lock), except the exits: a thread's end and the
      * process's are the program's own steps. The gate still runs, for the
      * syscall's place in virtual time and its blocking. */
-    int quiet = sched_visible() && num != SYS_EXIT && num != SYS_EXIT_GROUP;
+    int quiet = sched_visible() && num != SYS_EXIT && num != SYS_EXIT_GROUP && !pause;
     if (weft_platform_gate(p, v->pe, v->sys_cycles, (uint64_t)num,
                            WEFT_SYNC_SYSCALL | (quiet ? WEFT_SYNC_NOT_A_POINT : 0),
                            &resume) == WEFT_GATE_OK)
@@ -272,7 +276,13 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
     v->sys_num = num;
     v->sys_released = 0;
     v->futex_waiting = 0;
-    syscall_gate(v, num);
+    int pause = g_plugin.sched.policy && v->begun &&
+                (num == SYS_SCHED_YIELD || num == SYS_NANOSLEEP || num == SYS_CLOCK_NANOSLEEP);
+    if (pause && num == SYS_SCHED_YIELD)
+        plugin_spin_yield(v); /* demotes, and may find every thread spinning */
+    else if (pause)
+        plugin_spin_sleep(v);
+    syscall_gate(v, num, pause);
     if (num == SYS_CLONE && !(a1 & CLONE_THREAD))
         fork_entry(v);
     weft_platform *p = g_plugin.platform;
@@ -295,9 +305,7 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         /* The thread cannot progress by itself: a policy may demote it
          * (NeedlePoint's starvation rule). */
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
-        if (g_plugin.sched.policy)
-            plugin_spin_yield(v); /* demotes, and may find every thread spinning */
-        else
+        if (!pause) /* told before the gate */
             weft_platform_yield(p, v->pe);
         break;
     default:

@@ -23,13 +23,21 @@ check "exit_no_join: some seeds abort" grep -q " abort$" "$work/exit1.v"
 check "exit_no_join: some seeds pass" grep -q " pass$" "$work/exit1.v"
 
 # A spinner waiting for a flag another thread sets: demoted, the setter
-# runs, every run passes.
-for fx in spin_ok spin_yield_ok; do
+# runs, every run passes (spin_sleep_ok: a poller that sleeps, which a first
+# sleep leaves above a delayed setter, and the next one does not).
+for fx in spin_ok spin_yield_ok spin_sleep_ok; do
   run_status st "$WEFT" replay --sched pct --runs 10 --jobs 2 --timeout 60 -q \
     --output "$work/$fx" -- "$b/$fx" >/dev/null 2>&1
   check "$fx: every run passes (status $st)" \
     test "$st $(jq -r .verdict "$work/$fx/runs.jsonl" | sort -u | tr '\n' ' ')" = "0 pass "
 done
+# sleep_handoff (not a control): main sleeps instead of waiting for the
+# thread that publishes its settings. A delay outlasts a sleep, so PCT finds
+# it at depth 2 (about half the runs; none if a sleep were a yield).
+run_status st "$WEFT" replay --sched pct --depth 2 --runs 40 --jobs 2 --timeout 60 -q \
+  --output "$work/handoff" -- "$b/sleep_handoff" >/dev/null 2>&1
+hits="$(jq -r 'select(.verdict == "bug") | .seed' "$work/handoff/runs.jsonl" | wc -l)"
+check "sleep_handoff: pct d=2 finds it in at least 5 of 40 runs ($hits)" test "$hits" -ge 5
 # Two threads spinning on acknowledgements nobody sends: a livelock.
 run_status st "$WEFT" replay --sched pct --runs 3 --jobs 2 --timeout 60 -q \
   --output "$work/livelock" -- "$b/livelock" >/dev/null 2>&1
