@@ -151,6 +151,10 @@ static const cli_option replay_options[] = {
     {"host-parallel", 0, NULL,
      "ppct: run the high set in parallel on the host (faster, not\nreproducible)", CLI_FLAG,
      C(host_parallel), 0, 0, NULL, NULL},
+    {"real-sleeps", 0, NULL,
+     "let the program's sleeps take their time on the host (default: a\n"
+     "sleep takes no virtual time, and no host time either)",
+     CLI_FLAG, C(real_sleeps), 0, 0, NULL, NULL},
     {"seed", 's', "S",
      "the first seed (default 1); alone, one run with seed S described in\ndetail", CLI_CUSTOM, 0,
      0, 0, parse_seed, NULL},

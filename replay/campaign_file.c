@@ -48,6 +48,9 @@ int replay_campaign_write(const replay_config *c, const replay_shard *sh)
     /* What weft report and weft merge need to rebuild reproduction commands
      * and to tell shards of one campaign apart. */
     json_object_set_new(o, "timeout", json_integer(c->timeout));
+    /* Only when given: campaigns from before the option compare equal. */
+    if (c->real_sleeps)
+        json_object_set_new(o, "real_sleeps", json_true());
     json_object_set_new(o, "k_source",
                         json_string(c->k_source[0] ? c->k_source
                                     : c->k_given   ? "--steps"

@@ -80,6 +80,8 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
         n += snprintf(buf + n, len - (size_t)n, ",points=pcs:%s", c->pcs_path);
     if (c->host_parallel)
         n += snprintf(buf + n, len - (size_t)n, ",hostpar=1");
+    if (c->real_sleeps)
+        n += snprintf(buf + n, len - (size_t)n, ",realsleep=1");
     if (c->schedule_path[0])
         n += snprintf(buf + n, len - (size_t)n, ",schedule=%s", c->schedule_path);
     return n < (int)len ? 0 : -1;
@@ -136,6 +138,8 @@ void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size
         ADD(" --starvation %.17g", c->starvation);
     if (c->host_parallel)
         ADD(" --host-parallel");
+    if (c->real_sleeps)
+        ADD(" --real-sleeps");
     if (c->timeout != 60)
         ADD(" --timeout %u", c->timeout);
     if (c->expect_exit != 0)

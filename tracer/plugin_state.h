@@ -79,6 +79,11 @@ typedef struct vcpu_state {
     uint64_t sys_cycles;
     int sys_released;
     int futex_waiting;
+    /* A nanosleep's request, zeroed in guest memory for the call (replays:
+     * plugin_sleep.c): where (a host address) and what it was. */
+    int sleep_patched;
+    uint64_t sleep_at;
+    unsigned char sleep_saved[16];
     uint64_t last_call_pc; /* the program's last synchronization call (visible points) */
     uint64_t point_pc;     /* the last gate it reached (replays: the switch log's place) */
     const char *last_callee;
@@ -189,6 +194,7 @@ typedef struct sched_state {
     uint64_t *pcs; /* sorted */
     size_t npcs;
     int ppct_host_parallel;
+    int real_sleeps;         /* realsleep=1: the host sleeps as asked */
     const char *record_path; /* JSON record of the policy's run */
     weft_code_map code;      /* POINTS_VISIBLE: link-time addresses */
     int have_code;
@@ -304,6 +310,7 @@ typedef struct plugin {
     /* Waits with a timeout that ended by it: when (and whether) that happens
      * is the host clock's decision, not virtual time's. */
     atomic_ulong host_timeouts;
+    atomic_ulong sleeps_skipped; /* replays: sleeps that returned at once (plugin_sleep.c) */
     /* mmap'd regions, to find a new thread's stack from clone's newsp */
     pthread_mutex_t maps_lock;
     uint64_t *map_lo, *map_hi;
@@ -463,7 +470,7 @@ uint64_t plugin_inject_at_gate(vcpu_state *v, uint64_t cycles, uint64_t pc);
 /* plugin_spin.c */
 /* Replays: watch a gated access for spinning; a livelock ends the run. */
 void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uint64_t cycles);
-/* Replays: the thread yielded (sched_yield, nanosleep, YIELD, WFE). */
+/* Replays: the thread yielded (sched_yield, YIELD, WFE). */
 void plugin_spin_yield(vcpu_state *v);
 /* nanosleep under a policy: a yield that a delayed thread may outlast. */
 void plugin_spin_sleep(vcpu_state *v);
@@ -479,6 +486,13 @@ void plugin_spin_progress(vcpu_state *v);
 #define SPIN_LIB_BLOCKS (1u << 20)
 /* ... called at the SPIN_LIB_BLOCKS-th, starting ti at cycles. */
 void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles);
+
+/* plugin_sleep.c */
+/* Replays: the sleep about to be made (nanosleep, clock_nanosleep) returns
+ * at once: its request (req, a guest address) is zeroed until
+ * plugin_sleep_restore. */
+void plugin_sleep_skip(vcpu_state *v, uint64_t req);
+void plugin_sleep_restore(vcpu_state *v);
 
 /* plugin_finish.c */
 /* Finish the trace with these summary flags. With PLUGIN_ENDS_RUN the

@@ -307,6 +307,8 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
         if (!pause) /* told before the gate */
             weft_platform_yield(p, v->pe);
+        else if (num != SYS_SCHED_YIELD)
+            plugin_sleep_skip(v, num == SYS_NANOSLEEP ? args[0] : args[2]);
         break;
     default:
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
@@ -340,6 +342,7 @@ static int ended_by_timeout(const vcpu_state *v, int64_t num, int64_t ret)
 
 static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
 {
+    plugin_sleep_restore(v);
     if (ended_by_timeout(v, num, ret))
         atomic_fetch_add(&g_plugin.host_timeouts, 1);
     weft_platform *p = g_plugin.platform;

@@ -92,6 +92,7 @@ typedef struct replay_config {
     char k_source[96];            /* where k came from, for campaign.json and the plan line */
     uint64_t npcs;
     int host_parallel;
+    int real_sleeps; /* --real-sleeps: the host sleeps as the program asks */
     uint64_t first_seed, runs;
     int seed_given; /* --seed S: one run, printed in detail */
     unsigned jobs, timeout;
