@@ -31,7 +31,6 @@
  * and an empty line; the server
  * answers "pid P" then "status W" (waitpid's), or "error MESSAGE". weft
  * closing its end ends the server. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -60,6 +59,43 @@ enum {
     NR_EXECVE = 221,
     NR_EXECVEAT = 281,
 };
+
+/* Descriptors a child cannot make its own again, as it does files and pipes
+ * (plugin_server_fds.c): a socket, eventfd, ... made before the first thread
+ * would be every child's at once (one child's writes read by another). */
+static const char *shared_object(int64_t num)
+{
+    switch (num) {
+    case 19:
+        return "an eventfd";
+    case 20:
+        return "an epoll instance";
+    case 26:
+        return "an inotify instance";
+    case 74:
+        return "a signalfd";
+    case 85:
+        return "a timerfd";
+    case 198:
+        return "a socket";
+    case 199:
+        return "a socket pair";
+    case 241:
+        return "a perf event";
+    case 262:
+        return "a fanotify instance";
+    case 279:
+        return "a memfd";
+    case 282:
+        return "a userfaultfd";
+    case 425:
+        return "an io_uring";
+    case 434:
+        return "a pidfd";
+    default:
+        return NULL;
+    }
+}
 
 int server_parse_arg(const char *key, const char *val)
 {
@@ -231,63 +267,6 @@ static int prepare_policy(char *args, int catch_up, pct_config *cfg, pct_policy 
     return 0;
 }
 
-/* The regular files open at the snapshot (the program's input, stdin when
- * it is a file, qemu's own): an open file's offset is shared across fork,
- * so each child reopens them at the snapshot's offsets, and no child's
- * reads move another's (pigz, pbzip2 and xz open their input before their
- * first thread: the second child found it at its end and compressed
- * nothing). */
-typedef struct open_file {
-    int fd, flags, fdflags;
-    off_t offset;
-} open_file;
-static open_file *files_at_fork;
-static size_t nfiles_at_fork;
-
-static void note_open_files(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return;
-    size_t cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        char *end;
-        long fd = strtol(e->d_name, &end, 10);
-        struct stat st;
-        if (*end || end == e->d_name || fd == dirfd(d) || fstat((int)fd, &st) != 0 ||
-            !S_ISREG(st.st_mode))
-            continue;
-        if (nfiles_at_fork == cap) {
-            cap = cap ? 2 * cap : 16;
-            open_file *n = realloc(files_at_fork, cap * sizeof *n);
-            if (!n)
-                break;
-            files_at_fork = n;
-        }
-        files_at_fork[nfiles_at_fork++] = (open_file){
-            (int)fd, fcntl((int)fd, F_GETFL), fcntl((int)fd, F_GETFD), lseek((int)fd, 0, SEEK_CUR)};
-    }
-    closedir(d);
-}
-
-static void take_open_files(void)
-{
-    for (size_t i = 0; i < nfiles_at_fork; i++) {
-        const open_file *o = &files_at_fork[i];
-        char path[64];
-        snprintf(path, sizeof path, "/proc/self/fd/%d", o->fd);
-        int f = open(path, (o->flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_CLOEXEC);
-        if (f < 0 || (o->offset >= 0 && lseek(f, o->offset, SEEK_SET) < 0) || dup2(f, o->fd) < 0 ||
-            fcntl(o->fd, F_SETFD, o->fdflags) < 0) {
-            fprintf(stderr, "weft-tracer: reopening file %d of the program: %s\n", o->fd,
-                    strerror(errno));
-            _exit(1);
-        }
-        close(f);
-    }
-}
-
 /* The guest's stream `fd` goes to `path`, after what weft put there (what
  * the prefix wrote to it). */
 static void take_stream(int fd, const char *path)
@@ -306,7 +285,7 @@ static void become_child(const request *rq, const pct_config *cfg, pct_policy *p
 {
     server_state *s = &g_plugin.server;
     sigprocmask(SIG_SETMASK, mask, NULL);
-    take_open_files();
+    server_take_fds();
     take_stream(1, rq->stdout_path);
     take_stream(2, rq->stderr_path);
     /* The copy kept for a guest that closes fd 2 is this run's stderr now,
@@ -414,7 +393,9 @@ static void serve(vcpu_state *v)
         decline("has more than one thread at its first clone");
     if (weft_platform_journal_overflowed(g_plugin.platform))
         decline("makes more than 1000000 policy calls before its first thread");
-    note_open_files();
+    const char *shared = server_note_fds(s->rfd, s->wfd);
+    if (shared)
+        decline(shared);
     /* A child's exit must not become a guest signal pending in the next
      * child, nor a vanished weft a SIGPIPE for the guest: both stay blocked
      * here, and each child gets the guest's mask back. */
@@ -484,7 +465,15 @@ void server_at_syscall(vcpu_state *v, int64_t num, uint64_t a1)
     case NR_EXIT_GROUP:
         decline("exits before creating a thread (every run is the same)");
         break;
-    default:
+    default: {
+        const char *what = shared_object(num);
+        char why[128];
+        if (what) {
+            snprintf(why, sizeof why, "makes %s before its first thread (every run would share it)",
+                     what);
+            decline(why);
+        }
         break;
+    }
     }
 }

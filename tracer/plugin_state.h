@@ -531,6 +531,15 @@ void server_keep(const weft_event *ev, size_t n);
  * (exit, fork, exec) ends the server. */
 void server_at_syscall(vcpu_state *v, int64_t num, uint64_t a1);
 
+/* plugin_server_fds.c */
+/* At the snapshot: note the open regular files and pipes (but skip_a and
+ * skip_b, the server's own), taking the pipes' contents. Returns why a
+ * server cannot serve (a pipe with an end in another process), or NULL. */
+const char *server_note_fds(int skip_a, int skip_b);
+/* In a child: its own files at the snapshot's offsets, its own pipes with
+ * what they held; exits the child if it cannot. */
+void server_take_fds(void);
+
 /* plugin_sched.c */
 /* A policy parameter (sched, seed, depth, steps, nthreads, radius,
  * starve) into cfg: 1 taken, 0 not one, -1 bad value. */
