@@ -155,6 +155,10 @@ static const cli_option replay_options[] = {
      "let the program's sleeps take their time on the host (default: a\n"
      "sleep takes no virtual time, and no host time either)",
      CLI_FLAG, C(real_sleeps), 0, 0, NULL, NULL},
+    {"real-random", 0, NULL,
+     "let getrandom and /dev/urandom give the host's bytes (default: one\n"
+     "fixed stream, the same in every run)",
+     CLI_FLAG, C(real_random), 0, 0, NULL, NULL},
     {"seed", 's', "S",
      "the first seed (default 1); alone, one run with seed S described in\ndetail", CLI_CUSTOM, 0,
      0, 0, parse_seed, NULL},

@@ -271,9 +271,13 @@ static int stderr_copy_fd(void)
 
 int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid_t *out_pid)
 {
-    char *args[run->argc + 8];
+    char *args[run->argc + 10];
     int k = 0;
     args[k++] = (char *)guest_qemu_path();
+    /* The guest's AT_RANDOM bytes (stack canaries, pointer guards) from a
+     * fixed seed: the same in every run of a program. */
+    args[k++] = "-seed";
+    args[k++] = "1";
     if (run->sysroot) {
         args[k++] = "-L";
         args[k++] = (char *)run->sysroot;

@@ -18,9 +18,9 @@
 /* campaign.json keys that must agree: anything that changes what a seed does
  * or how its run is judged. first_seed, runs, pcs_file and shard may differ. */
 static const char *const same_keys[] = {
-    "policy",    "depth",      "radius",        "k",           "n",           "points",
-    "pcs_count", "starvation", "host_parallel", "real_sleeps", "expect_exit", "expect_output",
-    "argv",      "timeout",    "sysroot",       "bound"};
+    "policy",        "depth",      "radius",        "k",           "n",           "points",
+    "pcs_count",     "starvation", "host_parallel", "real_sleeps", "real_random", "expect_exit",
+    "expect_output", "argv",       "timeout",       "sysroot",     "bound"};
 
 typedef struct merge_dir {
     const char *path;

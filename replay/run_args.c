@@ -82,6 +82,8 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
         n += snprintf(buf + n, len - (size_t)n, ",hostpar=1");
     if (c->real_sleeps)
         n += snprintf(buf + n, len - (size_t)n, ",realsleep=1");
+    if (c->real_random)
+        n += snprintf(buf + n, len - (size_t)n, ",realrandom=1");
     if (c->schedule_path[0])
         n += snprintf(buf + n, len - (size_t)n, ",schedule=%s", c->schedule_path);
     return n < (int)len ? 0 : -1;
@@ -140,6 +142,8 @@ void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size
         ADD(" --host-parallel");
     if (c->real_sleeps)
         ADD(" --real-sleeps");
+    if (c->real_random)
+        ADD(" --real-random");
     if (c->timeout != 60)
         ADD(" --timeout %u", c->timeout);
     if (c->expect_exit != 0)

@@ -112,10 +112,11 @@ static void finish_writer(const weft_trace_summary *sum, const weft_platform_sta
                 "weft-stats: gates=%" PRIu64 " waits=%" PRIu64 " escapes=%" PRIu64
                 " kernel_steps=%" PRIu64 " transactions=%" PRIu64 " released=%" PRIu64
                 " exclusive_yields=%" PRIu64 " inline_blocks=%" PRIu64 " translated=%" PRIu64
-                " sleeps_skipped=%lu finish_s=%.3f\n",
+                " sleeps_skipped=%lu random_fills=%lu finish_s=%.3f\n",
                 st->gates, st->gate_waits, st->escapes, st->kernel_steps, st->transactions,
                 st->released_syscalls, st->exclusive_yields, g_plugin.inline_blocks,
                 g_plugin.translated, atomic_load(&g_plugin.sleeps_skipped),
+                atomic_load(&g_plugin.random_fills),
                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 }
 

@@ -80,6 +80,8 @@ int sched_parse_arg(const char *key, const char *val)
         s->ppct_host_parallel = x != 0;
     else if (!strcmp(key, "realsleep") && num)
         s->real_sleeps = x != 0;
+    else if (!strcmp(key, "realrandom") && num)
+        s->real_random = x != 0;
     else if (!strcmp(key, "record"))
         s->record_path = val;
     else if (!strcmp(key, "schedule"))

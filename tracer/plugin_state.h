@@ -80,7 +80,7 @@ typedef struct vcpu_state {
     int sys_released;
     int futex_waiting;
     /* A nanosleep's request, zeroed in guest memory for the call (replays:
-     * plugin_sleep.c): where (a host address) and what it was. */
+     * plugin_sleep.c): where (a guest address) and what it was. */
     int sleep_patched;
     uint64_t sleep_at;
     unsigned char sleep_saved[16];
@@ -195,6 +195,7 @@ typedef struct sched_state {
     size_t npcs;
     int ppct_host_parallel;
     int real_sleeps;         /* realsleep=1: the host sleeps as asked */
+    int real_random;         /* realrandom=1: getrandom and /dev/urandom as the host gives */
     const char *record_path; /* JSON record of the policy's run */
     weft_code_map code;      /* POINTS_VISIBLE: link-time addresses */
     int have_code;
@@ -311,6 +312,7 @@ typedef struct plugin {
      * is the host clock's decision, not virtual time's. */
     atomic_ulong host_timeouts;
     atomic_ulong sleeps_skipped; /* replays: sleeps that returned at once (plugin_sleep.c) */
+    atomic_ulong random_fills;   /* replays: random bytes given from the fixed stream */
     /* mmap'd regions, to find a new thread's stack from clone's newsp */
     pthread_mutex_t maps_lock;
     uint64_t *map_lo, *map_hi;
@@ -386,6 +388,12 @@ static inline void plugin_inline_resync(vcpu_state *v)
 void plugin_fault_setup(struct qemu_plugin_tb *tb);
 /* qemu-user's guest_base (host address of guest address 0): 1 once known. */
 int plugin_guest_base(uintptr_t *base);
+
+/* plugin_guest_mem.c */
+/* The guest's memory at guest address addr (len bytes), from a syscall
+ * callback: 0, or -1 if the address is not mapped or not yet known. */
+int plugin_guest_read(uint64_t addr, void *buf, size_t len);
+int plugin_guest_write(uint64_t addr, const void *buf, size_t len);
 /* The vCPU's event buffer: the writer's crash-proof one if it can. */
 int plugin_buf_attach(vcpu_state *v, unsigned index);
 /* A fork server's child, once its writer is open: the buffers the server
@@ -493,6 +501,11 @@ void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles);
  * plugin_sleep_restore. */
 void plugin_sleep_skip(vcpu_state *v, uint64_t req);
 void plugin_sleep_restore(vcpu_state *v);
+
+/* plugin_random.c */
+/* Replays: a getrandom (getrandom != 0) or read that returned ret > 0; a
+ * read of a random device, or the getrandom, gets the fixed stream's bytes. */
+void plugin_random_return(vcpu_state *v, int getrandom, int64_t ret);
 
 /* plugin_finish.c */
 /* Finish the trace with these summary flags. With PLUGIN_ENDS_RUN the

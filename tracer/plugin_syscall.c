@@ -40,6 +40,7 @@ enum {
     SYS_MMAP = 222,
     SYS_ACCEPT4 = 242,
     SYS_WAIT4 = 260,
+    SYS_GETRANDOM = 278,
 };
 
 #define FUTEX_WAIT 0
@@ -343,6 +344,8 @@ static int ended_by_timeout(const vcpu_state *v, int64_t num, int64_t ret)
 static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
 {
     plugin_sleep_restore(v);
+    if (num == SYS_GETRANDOM || num == SYS_READ || num == SYS_PREAD64)
+        plugin_random_return(v, num == SYS_GETRANDOM, ret);
     if (ended_by_timeout(v, num, ret))
         atomic_fetch_add(&g_plugin.host_timeouts, 1);
     weft_platform *p = g_plugin.platform;

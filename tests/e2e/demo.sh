@@ -76,6 +76,16 @@ for p in pct ppct rpro; do
   d="$(departed_seeds "$work/a/replay-$p/runs.jsonl" "$work/b/replay-$p/runs.jsonl")"
   if [ -z "$d" ]; then
     check "same seed: same $p summary.json" cmp "$work/a/replay-$p/summary.json" "$work/b/replay-$p/summary.json"
+    if ! cmp -s "$work/a/replay-$p/summary.json" "$work/b/replay-$p/summary.json"; then
+      # Say how, for a failure seen only under load: the campaigns' plan
+      # lines (k, n, points), the first runs that differ, and keep both.
+      grep -h "^weft: \(profiling\|$p\)" "$work/a.log" "$work/b.log" | head -8 | sed 's/^/  /'
+      diff <(runs_but "" "$work/a/replay-$p/runs.jsonl" | sort) \
+        <(runs_but "" "$work/b/replay-$p/runs.jsonl" | sort) | head -6 | cut -c1-400 | sed 's/^/  /'
+      keep="$WEFT_TMP/demo-failed/$p-$(date +%s)"
+      mkdir -p "$keep" && cp -r "$work/a/replay-$p" "$keep/a" && cp -r "$work/b/replay-$p" "$keep/b" &&
+        cp "$work/a.log" "$work/b.log" "$keep/" && echo "  kept in $keep"
+    fi
   else
     check "same seed: same $p runs but those that departed ($d)" \
       cmp <(runs_but "$d" "$work/a/replay-$p/runs.jsonl") <(runs_but "$d" "$work/b/replay-$p/runs.jsonl")

@@ -8,6 +8,8 @@ weft_e2e_test(e2e_replay_determinism replay_determinism.sh)
 weft_e2e_test(e2e_replay_controls_bench replay_controls_bench.sh)
 # Sleeps skipped under a policy, unless --real-sleeps: the same runs.
 weft_e2e_test(e2e_replay_sleeps replay_sleeps.sh)
+# getrandom, /dev/urandom and AT_RANDOM: one fixed stream, unless --real-random.
+weft_e2e_test(e2e_replay_random replay_random.sh)
 # A failing run explained (--explain, weft explain), minimized (--minimize)
 # and replayed from its schedule file 10 times (--schedule).
 weft_e2e_test(e2e_replay_explain replay_explain.sh)

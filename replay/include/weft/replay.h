@@ -93,6 +93,7 @@ typedef struct replay_config {
     uint64_t npcs;
     int host_parallel;
     int real_sleeps; /* --real-sleeps: the host sleeps as the program asks */
+    int real_random; /* --real-random: getrandom and /dev/urandom give the host's bytes */
     uint64_t first_seed, runs;
     int seed_given; /* --seed S: one run, printed in detail */
     unsigned jobs, timeout;
