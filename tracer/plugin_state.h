@@ -79,8 +79,9 @@ typedef struct vcpu_state {
     uint64_t sys_cycles;
     int sys_released;
     int futex_waiting;
-    /* A nanosleep's request, zeroed in guest memory for the call (replays:
-     * plugin_sleep.c): where (a guest address) and what it was. */
+    /* A sleep's timeout, zeroed in guest memory for the call (replays:
+     * plugin_sleep.c): 1 to restore at its return, 2 not; where (a guest
+     * address) and what it was. */
     int sleep_patched;
     uint64_t sleep_at;
     unsigned char sleep_saved[16];
@@ -496,10 +497,11 @@ void plugin_spin_progress(vcpu_state *v);
 void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles);
 
 /* plugin_sleep.c */
-/* Replays: the sleep about to be made (nanosleep, clock_nanosleep) returns
- * at once: its request (req, a guest address) is zeroed until
- * plugin_sleep_restore. */
-void plugin_sleep_skip(vcpu_state *v, uint64_t req);
+/* Replays: the sleep about to be made returns at once: its timeout (req, a
+ * guest address) is zeroed, and with restore put back by
+ * plugin_sleep_restore (nanosleep, clock_nanosleep; pselect6 and ppoll
+ * write back the time left themselves). */
+void plugin_sleep_skip(vcpu_state *v, uint64_t req, int restore);
 void plugin_sleep_restore(vcpu_state *v);
 
 /* plugin_random.c */

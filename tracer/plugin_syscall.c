@@ -270,6 +270,26 @@ static void exit_group_entry(vcpu_state *v, thread_record *tr, uint64_t code)
     weft_platform_exiting(g_plugin.platform);
 }
 
+/* Is the call a sleep, and where is its timeout (a guest address, 0 if
+ * none)? nanosleep and clock_nanosleep; under a policy also a pselect6 or
+ * ppoll on no descriptors with a timeout, select(0, ...) and poll(NULL, 0,
+ * ms) used as sleeps (outside a policy they wait released, as before). */
+static int is_sleep(int64_t num, const uint64_t args[6], uint64_t *req)
+{
+    *req = 0;
+    if (num == SYS_NANOSLEEP || num == SYS_CLOCK_NANOSLEEP) {
+        *req = num == SYS_NANOSLEEP ? args[0] : args[2];
+        return 1;
+    }
+    if (!g_plugin.sched.policy)
+        return 0;
+    if (num == SYS_PSELECT6 && args[0] == 0 && args[4])
+        *req = args[4];
+    else if (num == SYS_PPOLL && args[1] == 0 && args[2])
+        *req = args[2];
+    return *req != 0;
+}
+
 static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[6])
 {
     uint64_t a1 = args[0];
@@ -277,8 +297,9 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
     v->sys_num = num;
     v->sys_released = 0;
     v->futex_waiting = 0;
-    int pause = g_plugin.sched.policy && v->begun &&
-                (num == SYS_SCHED_YIELD || num == SYS_NANOSLEEP || num == SYS_CLOCK_NANOSLEEP);
+    uint64_t req;
+    int sleep = is_sleep(num, args, &req);
+    int pause = g_plugin.sched.policy && v->begun && (num == SYS_SCHED_YIELD || sleep);
     if (pause && num == SYS_SCHED_YIELD)
         plugin_spin_yield(v); /* demotes, and may find every thread spinning */
     else if (pause)
@@ -288,6 +309,16 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         fork_entry(v);
     weft_platform *p = g_plugin.platform;
     thread_record *tr = &g_plugin.threads[v->pe];
+    if (num == SYS_SCHED_YIELD || sleep) {
+        /* The thread cannot progress by itself: a policy may demote it
+         * (NeedlePoint's starvation rule). */
+        plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
+        if (!pause) /* told before the gate */
+            weft_platform_yield(p, v->pe);
+        else if (sleep)
+            plugin_sleep_skip(v, req, num == SYS_NANOSLEEP || num == SYS_CLOCK_NANOSLEEP);
+        return;
+    }
     switch (num) {
     case SYS_FUTEX:
         if (g_plugin.sched.policy) /* a wake, or a wait that may be woken: not spinning */
@@ -299,17 +330,6 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         break;
     case SYS_EXIT_GROUP:
         exit_group_entry(v, tr, a1);
-        break;
-    case SYS_SCHED_YIELD:
-    case SYS_NANOSLEEP:
-    case SYS_CLOCK_NANOSLEEP:
-        /* The thread cannot progress by itself: a policy may demote it
-         * (NeedlePoint's starvation rule). */
-        plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
-        if (!pause) /* told before the gate */
-            weft_platform_yield(p, v->pe);
-        else if (num != SYS_SCHED_YIELD)
-            plugin_sleep_skip(v, num == SYS_NANOSLEEP ? args[0] : args[2]);
         break;
     default:
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
@@ -343,10 +363,13 @@ static int ended_by_timeout(const vcpu_state *v, int64_t num, int64_t ret)
 
 static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
 {
+    /* A sleep made to return at once ended by its (zeroed) timeout, which
+     * no host clock decided. */
+    int skipped = v->sleep_patched;
     plugin_sleep_restore(v);
     if (num == SYS_GETRANDOM || num == SYS_READ || num == SYS_PREAD64)
         plugin_random_return(v, num == SYS_GETRANDOM, ret);
-    if (ended_by_timeout(v, num, ret))
+    if (!skipped && ended_by_timeout(v, num, ret))
         atomic_fetch_add(&g_plugin.host_timeouts, 1);
     weft_platform *p = g_plugin.platform;
     if (num == SYS_CLONE && !(v->sys_args[0] & CLONE_THREAD))
