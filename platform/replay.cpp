@@ -475,9 +475,9 @@ int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
     return spin_sighting(p, pe, pc, false);
 }
 
-int weft_platform_sleep(weft_platform *p, int pe, uint64_t pc)
+void weft_platform_sleep(weft_platform *p, int pe, uint64_t pc)
 {
-    return spin_sighting(p, pe, pc, true);
+    (void)spin_sighting(p, pe, pc, true);
 }
 
 void weft_platform_progress(weft_platform *p, int pe)

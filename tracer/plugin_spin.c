@@ -104,6 +104,5 @@ void plugin_spin_yield(vcpu_state *v)
 
 void plugin_spin_sleep(vcpu_state *v)
 {
-    if (weft_platform_sleep(g_plugin.platform, v->pe, v->last_gated_pc))
-        livelock();
+    weft_platform_sleep(g_plugin.platform, v->pe, v->last_gated_pc);
 }

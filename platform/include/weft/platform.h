@@ -167,8 +167,8 @@ int weft_platform_spin(weft_platform *p, int pe, uint64_t pc);
 /* Replays: the PE called nanosleep at pc. The policy demotes it as for a
  * yield, except the first pause since the last progress, which leaves it
  * above the threads a change point delayed (pct_thread_slept). No sighting
- * for the livelock rule: time may end the wait. Returns 0. */
-int weft_platform_sleep(weft_platform *p, int pe, uint64_t pc);
+ * for the livelock rule: time may end the wait. */
+void weft_platform_sleep(weft_platform *p, int pe, uint64_t pc);
 /* Replays: the PE wrote shared memory or otherwise changed what others may
  * be waiting for: spinning so far proves nothing. */
 void weft_platform_progress(weft_platform *p, int pe);
