@@ -21,6 +21,7 @@ typedef struct trace_opts {
     int exact, quantum, no_speculate;
     const char *vars[16];
     int nvars;
+    int shared; /* the last --filter was shared */
 } trace_opts;
 
 static int add_arg(trace_opts *o, const char *fmt, const char *val)
@@ -165,7 +166,8 @@ static int parse_max_events(const cli_command *cmd, const char *arg, void *opts)
 static int parse_filter(const cli_command *cmd, const char *arg, void *opts)
 {
     trace_opts *o = opts;
-    if (!strcmp(arg, "all") || !strcmp(arg, "nonstack"))
+    o->shared = !strcmp(arg, "shared");
+    if (!strcmp(arg, "all") || !strcmp(arg, "nonstack") || o->shared)
         return add_arg(o, "filter=%s", arg);
     if (!strncmp(arg, "range:", 6)) {
         unsigned long long lo, hi;
@@ -179,8 +181,8 @@ static int parse_filter(const cli_command *cmd, const char *arg, void *opts)
         o->vars[o->nvars++] = arg + 4;
         return 0;
     }
-    cli_usage_error(cmd, "--filter: expected nonstack, all, range:LO-HI or var:NAME, got '%s'",
-                    arg);
+    cli_usage_error(
+        cmd, "--filter: expected nonstack, all, shared, range:LO-HI or var:NAME, got '%s'", arg);
     return -1;
 }
 
@@ -235,7 +237,10 @@ static const cli_option trace_options[] = {
      CLI_STRING, O(gates), 0, 0, NULL, NULL},
     {"filter", 'f', "F",
      "nonstack (default): drop each thread's own stack; all;\n"
-     "range:LO-HI (hex, repeatable); var:NAME (a global)",
+     "shared: nonstack, and plain accesses to a page only once a second\n"
+     "thread has touched it (much cheaper on programs whose threads work\n"
+     "on their own buffers; see docs/trace-format.md); range:LO-HI (hex,\n"
+     "repeatable); var:NAME (a global)",
      CLI_CUSTOM, 0, 0, 0, parse_filter, NULL},
     {"sysroot", 0, "DIR", "AArch64 root filesystem for a dynamically linked PROGRAM", CLI_STRING,
      O(sysroot), 0, 0, NULL, NULL},
@@ -280,6 +285,14 @@ static int run_trace(int argc, char **argv)
                      .speculate = o.exact && !o.quantum && !o.no_speculate,
                      .progress = !o.quiet,
                      .gates_file = o.gates};
+    if (o.shared && o.exact) {
+        /* Which thread touches a page first is the host's order wherever
+         * speculation leaves accesses ungated: exact traces would not repeat. */
+        cli_usage_error(&cli_cmd_trace, "--filter shared: free mode only (which thread touches "
+                                        "a page first is the host's timing; exact traces repeat "
+                                        "byte for byte)");
+        return WEFT_EXIT_USAGE;
+    }
     if (o.gates && !run.speculate) {
         cli_usage_error(&cli_cmd_trace, "--gates: only for exact mode's speculation (--mode "
                                         "exact, without --quantum or --no-speculate)");

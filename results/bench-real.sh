@@ -65,7 +65,10 @@ write_table() {
     echo "seconds (one run per mode unless RUNS says more: the median), ratios are to plain"
     echo "qemu-aarch64 in the same run. \`free\`: \`weft trace --mode free\`, every access"
     echo "recorded; \`sync+w\`: free mode with \`--record sync+writes\` (synchronization and"
-    echo "writes, what the optimizer and replay's profiling need); \`exact\`: \`--mode exact\`."
+    echo "writes, what the optimizer and replay's profiling need); \`shared\`: the same with"
+    echo "\`--filter shared\` (plain accesses only on pages a second thread has touched, what"
+    echo "race analysis and the optimizer look at; docs/trace-format.md), its events in"
+    echo "\`shared events\` (sync+w); \`exact\`: \`--mode exact\`."
     echo "Output: the compressed bytes of every weft run compared with plain qemu's."
     echo "\`gates known\`: exact mode again with \`--gates FILE\`, the pcs the first exact trace"
     echo "found needed a gate (one run instead of several). exact twice: those two exact traces,"
@@ -75,8 +78,8 @@ write_table() {
     echo "against one plain run. SKIP_EXACT=${SKIP_EXACT:-}, SKIP_REPLAY=${SKIP_REPLAY:-} (1: not measured, -)."
     [ -z "$base" ] || echo "\`base\`: ${BASE_LABEL:-$base}, its free and sync+w runs interleaved with these."
     echo
-    echo "| program | plain s | free s (×) | sync+w s (×) |${base:+ base free s (×) | base sync+w s (×) |} exact s (×) | exact, gates known s (×) | events | bytes/event | output | exact twice | replay: profiling s (×) | replay: PCT run s (×) |"
-    echo "|---|---|---|---|${base:+---|---|}---|---|---|---|---|---|---|---|"
+    echo "| program | plain s | free s (×) | sync+w s (×) | free, shared s (×) | sync+w, shared s (×) | shared events |${base:+ base free s (×) | base sync+w s (×) |} exact s (×) | exact, gates known s (×) | events | bytes/event | output | exact twice | replay: profiling s (×) | replay: PCT run s (×) |"
+    echo "|---|---|---|---|---|---|---|${base:+---|---|}---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
   } >"$out.tmp"
   mv "$out.tmp" "$out"
@@ -84,11 +87,13 @@ write_table() {
 
 for p in "${programs[@]}"; do
   read -r -a argv <<<"$(cmd_of "$p")"
-  plain=() free=() syncw=() exact=() bfree=() bsyncw=()
+  plain=() free=() syncw=() fshared=() sshared=() exact=() bfree=() bsyncw=()
   for r in $(seq "$runs"); do
     plain+=("$(timed plain "$tmp/plain" "$qemu" -L "$sysroot" "${argv[@]}")")
     free+=("$(timed free "$tmp/free" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free -o "$tmp/free.wtr" -- "${argv[@]}")")
     syncw+=("$(timed syncw "$tmp/syncw" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free --record sync+writes -o "$tmp/syncw.wtr" -- "${argv[@]}")")
+    fshared+=("$(timed fshared "$tmp/fshared" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free --filter shared -o "$tmp/fshared.wtr" -- "${argv[@]}")")
+    sshared+=("$(timed sshared "$tmp/sshared" "$weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free --record sync+writes --filter shared -o "$tmp/sshared.wtr" -- "${argv[@]}")")
     if [ -n "$base" ]; then
       bfree+=("$(timed bfree "$tmp/bfree" "$base/cli/weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free -o "$tmp/bfree.wtr" -- "${argv[@]}")")
       bsyncw+=("$(timed bsyncw "$tmp/bsyncw" "$base/cli/weft" trace -q --max-trace-size 0 --sysroot "$sysroot" --mode free --record sync+writes -o "$tmp/bsyncw.wtr" -- "${argv[@]}")")
@@ -101,12 +106,13 @@ for p in "${programs[@]}"; do
   done
   med() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR ? v[int((NR + 1) / 2)] : "-") }'; }
   P="$(med "${plain[@]}")" F="$(med "${free[@]}")" S="$(med "${syncw[@]}")" E="$(med "${exact[@]:-}")"
+  FS="$(med "${fshared[@]}")" SS="$(med "${sshared[@]}")" SE="$(events_of "$tmp/sshared.wtr")"
   BF="$(med "${bfree[@]:-}")" BS="$(med "${bsyncw[@]:-}")"
   ev="$(events_of "$tmp/free.wtr")"
   size="$(stat -c %s "$tmp/free.wtr")"
   bpe="$(awk -v s="$size" -v e="${ev:-0}" 'BEGIN { printf (e > 0 ? "%.2f" : "-"), s / e }')"
   same="identical"
-  for m in free syncw ${E:+exact} ${base:+bfree bsyncw}; do
+  for m in free syncw fshared sshared ${E:+exact} ${base:+bfree bsyncw}; do
     [ "$m" = exact ] && [ -n "${SKIP_EXACT:-}" ] && continue
     cmp -s "$tmp/plain.out" "$tmp/$m.out" || same="DIFFERS ($m)"
   done
@@ -128,7 +134,7 @@ for p in "${programs[@]}"; do
   fi
   bcols=""
   [ -z "$base" ] || bcols=" $BF ($(ratio "$BF" "$P")) | $BS ($(ratio "$BS" "$P")) |"
-  rows+=("| $p | $P | $F ($(ratio "$F" "$P")) | $S ($(ratio "$S" "$P")) |$bcols ${E:--}${E:+ ($(ratio "$E" "$P"))} | $G$([ "$G" = - ] || echo " ($(ratio "$G" "$P"))") | ${ev:--} | $bpe | $same | $twice | $prof$([ "$prof" = - ] || echo " ($(ratio "$prof" "$P"))") | ${pct}$([ "$pct" = - ] || echo " ($(ratio "$pct" "$P"))") |")
+  rows+=("| $p | $P | $F ($(ratio "$F" "$P")) | $S ($(ratio "$S" "$P")) | $FS ($(ratio "$FS" "$P")) | $SS ($(ratio "$SS" "$P")) | ${SE:--} |$bcols ${E:--}${E:+ ($(ratio "$E" "$P"))} | $G$([ "$G" = - ] || echo " ($(ratio "$G" "$P"))") | ${ev:--} | $bpe | $same | $twice | $prof$([ "$prof" = - ] || echo " ($(ratio "$prof" "$P"))") | ${pct}$([ "$pct" = - ] || echo " ($(ratio "$pct" "$P"))") |")
   write_table
   echo "bench-real: $p done" >&2
 done

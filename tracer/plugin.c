@@ -211,6 +211,13 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
         if (!in_ranges(vaddr))
             return;
         break;
+    case WEFT_FILTER_SHARED:
+        if (flags & WEFT_EVF_STACK)
+            return;
+        if (!plugin_shared_record(v->pe, vaddr, vcpu_cycles_at(v, v->tb_base + ii->index)) &&
+            !(ii->flags & (INSN_RMW | INSN_ATOMIC)))
+            return;
+        break;
     default:
         break;
     }
@@ -267,7 +274,8 @@ static int point_at(int exact, uint64_t pc, int near)
  * addressed from SP) runs several times faster. */
 static int plugin_stack_unobserved(void)
 {
-    return g_plugin.cfg.settings.filter == WEFT_FILTER_NONSTACK &&
+    int f = g_plugin.cfg.settings.filter;
+    return (f == WEFT_FILTER_NONSTACK || f == WEFT_FILTER_SHARED) &&
            atomic_load_explicit(&g_plugin.main_stack_known, memory_order_acquire);
 }
 
@@ -471,6 +479,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         return -1;
     }
     plugin_inline_setup();
+    if (g_plugin.cfg.settings.filter == WEFT_FILTER_SHARED && plugin_shared_init() != 0) {
+        fprintf(stderr, "weft-tracer: --filter shared: no memory for the page table\n");
+        return -1;
+    }
     /* A fork server opens no trace: each child opens its own at the fork. */
     if (g_plugin.server.on ? server_setup(err, sizeof err) : plugin_open_writer(err, sizeof err)) {
         fprintf(stderr, "weft-tracer: %s\n", err);

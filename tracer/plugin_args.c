@@ -49,6 +49,8 @@ static int parse_setting_arg(weft_trace_settings *s, const char *k, const char *
         s->filter = WEFT_FILTER_ALL;
     else if (!strcmp(k, "filter") && !strcmp(val, "nonstack"))
         s->filter = WEFT_FILTER_NONSTACK;
+    else if (!strcmp(k, "filter") && !strcmp(val, "shared"))
+        s->filter = WEFT_FILTER_SHARED;
     else if (!strcmp(k, "range") && s->nranges < WEFT_TRACE_MAX_RANGES) {
         unsigned long long lo, hi;
         if (sscanf(val, "%llx-%llx", &lo, &hi) != 2 || hi <= lo) {

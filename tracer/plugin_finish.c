@@ -68,6 +68,13 @@ static void summary_outcome(weft_trace_summary *sum, uint32_t extra_flags,
                 "not repeat byte for byte\n",
                 timeouts, timeouts == 1 ? "" : "s");
     }
+    if (g_plugin.cfg.settings.filter == WEFT_FILTER_SHARED && plugin_shared_behind()) {
+        sum->flags |= WEFT_TRACE_UNORDERED;
+        fprintf(stderr, "weft: --filter shared: threads first touched a page in an order other "
+                        "than virtual time's, so which accesses were left out is the host's "
+                        "timing: the trace is flagged unordered and may not repeat byte for "
+                        "byte\n");
+    }
 }
 
 /* The thread table from the platform's view of the threads (who created

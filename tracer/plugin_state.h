@@ -509,6 +509,13 @@ void plugin_sleep_restore(vcpu_state *v);
  * read of a random device, or the getrandom, gets the fixed stream's bytes. */
 void plugin_random_return(vcpu_state *v, int getrandom, int64_t ret);
 
+/* plugin_shared.c (--filter shared) */
+int plugin_shared_init(void);
+/* pe's access at vaddr, at cycles: 1 to record it, 0 while its page is pe's alone. */
+int plugin_shared_record(int pe, uint64_t vaddr, uint64_t cycles);
+/* Did a choice go against virtual time (the trace may not repeat)? */
+int plugin_shared_behind(void);
+
 /* plugin_finish.c */
 /* Finish the trace with these summary flags. With PLUGIN_ENDS_RUN the
  * caller _exits right after: waiting threads stay waiting. */

@@ -281,11 +281,11 @@ static void print_header(weft_trace *t, FILE *out)
         }
         fputc('\'', out);
     }
-    static const char *const filters[] = {"nonstack", "all", "ranges"};
+    static const char *const filters[] = {"nonstack", "all", "ranges", "shared"};
     fprintf(out,
             "\nmode           %s, cpi %u, %" PRIu64 " ps/cycle, quantum %" PRIu64 " ns, filter %s",
             st->mode == WEFT_MODE_EXACT ? "exact" : "free", st->cpi, st->ps_per_cycle, st->quantum,
-            st->filter < 3 ? filters[st->filter] : "?");
+            st->filter < 4 ? filters[st->filter] : "?");
     for (uint32_t i = 0; i < st->nranges; i++)
         fprintf(out, " [0x%" PRIx64 ",0x%" PRIx64 ")", st->range_lo[i], st->range_hi[i]);
     fprintf(out, ", policy %s seed %" PRIu64 "\n", st->policy, st->seed);

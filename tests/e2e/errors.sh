@@ -104,6 +104,8 @@ expect "trace --max-events 0" 2 "weft trace: --max-events: expected a number fro
 expect "trace --max-trace-size 1X" 2 \
   "weft trace: --max-trace-size: expected a size like 500M or 4G (0: no limit), got '1X' (see weft trace --help)" \
   "$WEFT" trace --max-trace-size 1X -o x.wtr -- ./lu
+expect "trace --filter shared --mode exact" 2 "weft trace: --filter shared: free mode only (which thread touches a page first is the host's timing; exact traces repeat byte for byte) (see weft trace --help)" \
+  "$WEFT" trace --filter shared --mode exact -o x.wtr -- ./lu
 expect "trace --record reads" 2 "weft trace: --record: expected all, sync or sync+writes, got 'reads' (see weft trace --help)" \
   "$WEFT" trace --record reads -o x.wtr -- ./lu
 expect_among "trace --mode exact, TMPDIR missing" 0 \

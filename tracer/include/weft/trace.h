@@ -67,7 +67,9 @@ typedef enum weft_trace_mode { WEFT_MODE_FREE = 0, WEFT_MODE_EXACT = 1 } weft_tr
 typedef enum weft_trace_filter {
     WEFT_FILTER_NONSTACK = 0, /* default: drop accesses to the accessing thread's own stack */
     WEFT_FILTER_ALL = 1,
-    WEFT_FILTER_RANGES = 2 /* only the address ranges in weft_trace_settings.ranges */
+    WEFT_FILTER_RANGES = 2, /* only the address ranges in weft_trace_settings.ranges */
+    /* nonstack, and plain accesses only on pages more than one thread touched */
+    WEFT_FILTER_SHARED = 3
 } weft_trace_filter;
 
 #define WEFT_TRACE_MAX_RANGES 16
