@@ -152,8 +152,9 @@ static const cli_option replay_options[] = {
      "ppct: run the high set in parallel on the host (faster, not\nreproducible)", CLI_FLAG,
      C(host_parallel), 0, 0, NULL, NULL},
     {"real-sleeps", 0, NULL,
-     "let the program's sleeps take their time on the host (default: a\n"
-     "sleep takes no virtual time, and no host time either)",
+     "let the program's sleeps take their time on the host, and its timed\n"
+     "waits time out by the host's clock (default: a sleep takes no time,\n"
+     "virtual or host, and the schedule fires timeouts)",
      CLI_FLAG, C(real_sleeps), 0, 0, NULL, NULL},
     {"real-random", 0, NULL,
      "let getrandom and /dev/urandom give the host's bytes (default: one\n"

@@ -225,6 +225,8 @@ void weft_platform_futex_wait_enter(weft_platform *p, int pe, uint64_t uaddr, ui
     Slot &s = p->slots[pe];
     s.futex = uaddr;
     s.timed_wait = timed != 0;
+    s.sched_timeout = false;
+    s.instant_wait = false;
     s.wait_at = cycles;
     s.woken = false;
     s.waker = -1;

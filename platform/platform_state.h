@@ -39,7 +39,16 @@ struct alignas(64) Slot {
     uint64_t futex = 0, wait_at = 0, woken_at = 0, block_seq = 0;
     bool woken = false;
     bool timed_wait = false; // the futex wait has a timeout: it ends by itself
-    int waker = -1;          // PE whose wake ended the last wait in the model, or -1
+    // Replay: the schedule ends the timed wait (its host timeout is out of
+    // reach): the policy counts the waiter enabled, and choosing it fires
+    // the timeout by waking `timeout_host` in the kernel. `fired`: it was.
+    bool sched_timeout = false, timeout_private = false, fired = false;
+    // The wait's timeout is zero (a fired timeout's retry): the kernel
+    // returns at once, so a look that finds the thread asleep in it (its
+    // expired timer not yet run) must not count it blocked.
+    bool instant_wait = false;
+    uint64_t timeout_host = 0;
+    int waker = -1; // PE whose wake ended the last wait in the model, or -1
     std::atomic<uint64_t> last_probe_ns{0};
     // Replay: the arbiter lets this PE run, resuming at `grant_at` cycles.
     std::atomic<uint32_t> granted{0};
@@ -164,6 +173,7 @@ struct weft_platform {
         return policy != nullptr;
     }
     void policy_state_changed_locked(int pe, int new_state);
+    void fire_timeout_locked(int pe);
     void reschedule_locked();
     void reschedule_parallel_locked();
     bool has_token(int pe) const

@@ -47,9 +47,11 @@ void weft_platform::probe(int q)
     int st = s.state.load();
     if (st == FUTEX_ENTERING) {
         // Asleep in weft's own code is on one of its locks, not in the futex.
+        // A wait with a zero timeout is left to return (read under the lock:
+        // the plugin says so before it leaves its callback).
         if (!s.busy.load() && host_thread_state(s.host_tid) == 'S' && !s.busy.load()) {
             std::lock_guard<std::mutex> g(mu);
-            if (s.state.load() == FUTEX_ENTERING)
+            if (s.state.load() == FUTEX_ENTERING && !s.instant_wait)
                 policy_state_changed_locked(q, BLOCKED);
         }
     } else if (st == EXITING) {
@@ -82,6 +84,23 @@ void weft_platform::note_maybe_idle_locked()
     }
 }
 
+// Has pe paused (spun, yielded, slept, waited for a timeout) since the last
+// progress by anyone? Then it is waiting for someone, not for time.
+static bool pause_again_locked(weft_platform *p, int pe)
+{
+    // Before the epoch is read: a write that then finds it unseen came before.
+    p->progress_seen.store(true);
+    Slot &s = p->slots[pe];
+    if (s.spin_epoch != p->progress_epoch.load(std::memory_order_relaxed)) {
+        s.spin_epoch = p->progress_epoch.load(std::memory_order_relaxed);
+        s.spin_count = 0;
+        s.paused = false;
+    }
+    bool again = s.paused;
+    s.paused = true;
+    return again;
+}
+
 void weft_platform::policy_state_changed_locked(int pe, int st)
 {
     int old = slots[pe].state.exchange(st);
@@ -92,6 +111,13 @@ void weft_platform::policy_state_changed_locked(int pe, int st)
         return;
     switch (st) {
     case BLOCKED:
+        // A timeout the schedule decides: the waiter stays enabled, as a
+        // sleeper (a delay outlasts it), and being chosen fires it.
+        if (slots[pe].sched_timeout)
+            pol_slept(pe, pause_again_locked(this, pe));
+        else
+            pol_state(pe, OP_BLOCKED);
+        break;
     case RELEASED:
         pol_state(pe, OP_BLOCKED);
         break;
@@ -125,6 +151,35 @@ void weft_platform::grant_locked(int pe, uint64_t at)
     futex_wake_word(&s.granted);
 }
 
+// The policy chose a thread asleep in a timed wait: its timeout fires now.
+// The kernel has no way to time out one waiter, so the word is woken (every
+// waiter on it returns, as from a spurious wake-up, and the model counts
+// them all woken here, so that what follows does not depend on when their
+// host threads notice) and the chosen one's next wait, glibc's retry, gets
+// a zero timeout from the plugin (weft_platform_timeout_fired).
+void weft_platform::fire_timeout_locked(int c)
+{
+    Slot &f = slots[c];
+    uint64_t ua = f.futex;
+    f.fired = true;
+    uint32_t cnt = count.load();
+    for (uint32_t q = 0; q < cnt; q++) {
+        Slot &s = slots[q];
+        if (s.state.load() != BLOCKED || s.futex != ua || s.woken)
+            continue;
+        s.woken = true;
+        s.woken_at = s.wait_at;
+        s.waker = -1;
+        s.bound.store(s.wait_at);
+        s.state.store(RUNNING);
+        progress++;
+        pol_state(int(q), OP_ENABLED);
+    }
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(uintptr_t(f.timeout_host)),
+            FUTEX_WAKE | (f.timeout_private ? FUTEX_PRIVATE_FLAG : 0), INT_MAX, nullptr, nullptr,
+            0);
+}
+
 // Host-parallel PPCT: every allowed thread holds a token and runs; one that
 // is no longer allowed stops at its next schedule point. A thread in limbo
 // keeps its token until it has settled, as the single holder does.
@@ -143,6 +198,8 @@ void weft_platform::reschedule_parallel_locked()
         if (s.token.load() && !allow && st != FUTEX_ENTERING && st != EXITING) {
             s.token.store(0);
         } else if (!s.token.load() && allow) {
+            if (st == BLOCKED)
+                fire_timeout_locked(int(q));
             pct_thread_info info;
             bool low = pct_policy_thread_info(policy, q, &info) == 0 && info.in_low_set;
             handoffs++;
@@ -179,6 +236,8 @@ void weft_platform::reschedule_locked()
                 c = q;
         }
     }
+    if (slots[c].state.load() == BLOCKED)
+        fire_timeout_locked(c); // only a timed waiter is enabled while asleep
     if (c == h)
         return;
     handoffs++;
@@ -432,16 +491,8 @@ void weft_platform_forking(weft_platform *p, int pe, int on)
 static int spin_sighting(weft_platform *p, int pe, uint64_t pc, bool sleep)
 {
     std::lock_guard<std::mutex> g(p->mu);
-    // Before the epoch is read: a write that then finds it unseen came before.
-    p->progress_seen.store(true);
     Slot &s = p->slots[pe];
-    if (s.spin_epoch != p->progress_epoch.load(std::memory_order_relaxed)) {
-        s.spin_epoch = p->progress_epoch.load(std::memory_order_relaxed);
-        s.spin_count = 0;
-        s.paused = false;
-    }
-    bool again = s.paused;
-    s.paused = true;
+    bool again = pause_again_locked(p, pe);
     if (p->policy && sleep)
         p->pol_slept(pe, again);
     else if (p->policy)
@@ -478,6 +529,31 @@ int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
 void weft_platform_sleep(weft_platform *p, int pe, uint64_t pc)
 {
     (void)spin_sighting(p, pe, pc, true);
+}
+
+void weft_platform_timeout_by_schedule(weft_platform *p, int pe, uint64_t host_addr,
+                                       int private_futex)
+{
+    std::lock_guard<std::mutex> g(p->mu);
+    Slot &s = p->slots[pe];
+    s.sched_timeout = p->policy != nullptr;
+    s.timeout_host = host_addr;
+    s.timeout_private = private_futex != 0;
+}
+
+void weft_platform_futex_wait_instant(weft_platform *p, int pe)
+{
+    std::lock_guard<std::mutex> g(p->mu);
+    p->slots[pe].instant_wait = true;
+}
+
+int weft_platform_timeout_fired(weft_platform *p, int pe)
+{
+    std::lock_guard<std::mutex> g(p->mu);
+    Slot &s = p->slots[pe];
+    bool f = s.fired;
+    s.fired = false;
+    return f;
 }
 
 void weft_platform_progress(weft_platform *p, int pe)

@@ -85,6 +85,9 @@ typedef struct vcpu_state {
     int sleep_patched;
     uint64_t sleep_at;
     unsigned char sleep_saved[16];
+    /* The schedule fired the timeout of its last futex wait: the next
+     * timed wait (glibc's retry) times out at once (plugin_sleep.c). */
+    int timeout_armed;
     uint64_t last_call_pc; /* the program's last synchronization call (visible points) */
     uint64_t point_pc;     /* the last gate it reached (replays: the switch log's place) */
     const char *last_callee;
@@ -503,6 +506,11 @@ void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles);
  * write back the time left themselves). */
 void plugin_sleep_skip(vcpu_state *v, uint64_t req, int restore);
 void plugin_sleep_restore(vcpu_state *v);
+/* Replays: a futex wait with a timeout at guest address ts (uaddr its word,
+ * private its FUTEX_PRIVATE_FLAG) that the schedule, not the host's clock,
+ * ends: its timeout is moved out of reach for the call, or, if the schedule
+ * has just fired it, zeroed; restored at the return. */
+void plugin_timed_wait(vcpu_state *v, uint64_t uaddr, uint64_t ts, int private_futex);
 
 /* plugin_random.c */
 /* Replays: a getrandom (getrandom != 0) or read that returned ret > 0; a

@@ -50,7 +50,8 @@ enum {
 #define FUTEX_WAKE_OP 5
 #define FUTEX_WAIT_BITSET 9
 #define FUTEX_WAKE_BITSET 10
-#define FUTEX_CMD(op) ((op) & ~(128u | 256u)) /* drop PRIVATE and CLOCK_REALTIME */
+#define FUTEX_PRIVATE_FLAG 128u
+#define FUTEX_CMD(op) ((op) & ~(FUTEX_PRIVATE_FLAG | 256u)) /* drop PRIVATE and CLOCK_REALTIME */
 
 /* Same values on AArch64 as on the host (asm-generic). */
 #include <sched.h>
@@ -148,6 +149,8 @@ static void futex_entry(vcpu_state *v, uint64_t pc)
     uint64_t uaddr = v->sys_args[0];
     unsigned cmd = FUTEX_CMD((unsigned)v->sys_args[1]);
     weft_platform *p = g_plugin.platform;
+    if ((cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET) || !v->sys_args[3])
+        v->timeout_armed = 0; /* only the retry of the fired wait itself times out */
     switch (cmd) {
     case FUTEX_WAIT:
     case FUTEX_WAIT_BITSET:
@@ -159,6 +162,8 @@ static void futex_entry(vcpu_state *v, uint64_t pc)
         /* A timeout (argument 4, NULL: none) ends the wait by itself. */
         weft_platform_futex_wait_enter(p, v->pe, uaddr, v->sys_cycles, (int)gettid(),
                                        v->sys_args[3] != 0);
+        if (v->sys_args[3])
+            plugin_timed_wait(v, uaddr, v->sys_args[3], (v->sys_args[1] & FUTEX_PRIVATE_FLAG) != 0);
         v->futex_waiting = 1;
         break;
     case FUTEX_WAKE:
@@ -385,6 +390,7 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
             v->sync_pe = waker;
         }
         v->futex_waiting = 0;
+        v->timeout_armed = weft_platform_timeout_fired(p, v->pe);
     } else if (v->sys_released) {
         weft_platform_syscall_return(p, v->pe, v->sys_cycles);
         v->sys_released = 0;

@@ -115,3 +115,14 @@ finish() {
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]
 }
+
+# cross_cc NAME: build $work/NAME.c (a test's own probe program, written
+# there by the test) into a static AArch64 $work/NAME; a test that cannot
+# fails and ends here.
+cross_cc() {
+  if ! aarch64-linux-gnu-gcc -static -pthread -O1 -o "$work/$1" "$work/$1.c" 2>"$work/cc.log"; then
+    fail "the cross compiler failed: $(head -3 "$work/cc.log")"
+    finish
+    exit 1
+  fi
+}

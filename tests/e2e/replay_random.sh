@@ -41,10 +41,7 @@ int main(void)
     return 3;
 }
 EOF2
-if ! aarch64-linux-gnu-gcc -static -pthread -O1 -o "$work/rnd" "$work/rnd.c" 2>"$work/cc.log"; then
-  fail "the cross compiler failed: $(head -3 "$work/cc.log")"
-  finish
-fi
+cross_cc rnd
 
 # campaign NAME OPTIONS...: seeds 1..3, kept; $st its status.
 campaign() {

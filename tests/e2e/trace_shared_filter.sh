@@ -44,10 +44,7 @@ int main(void)
     return 0;
 }
 EOF2
-if ! aarch64-linux-gnu-gcc -static -pthread -O1 -o "$work/own" "$work/own.c" 2>"$work/cc.log"; then
-  fail "the cross compiler failed: $(head -3 "$work/cc.log")"
-  finish
-fi
+cross_cc own
 
 # trace NAME OPTIONS...: a sync+writes trace and its events as CSV.
 trace() {

@@ -169,6 +169,21 @@ int weft_platform_spin(weft_platform *p, int pe, uint64_t pc);
  * above the threads a change point delayed (pct_thread_slept). No sighting
  * for the livelock rule: time may end the wait. */
 void weft_platform_sleep(weft_platform *p, int pe, uint64_t pc);
+/* Replays: the futex wait just entered has a timeout that only the schedule
+ * ends (the plugin moved the host's far away): while it sleeps the policy
+ * counts it enabled, as a sleeper, and choosing it wakes `host_addr` (the
+ * word in qemu's memory; FUTEX_PRIVATE_FLAG if private_futex) so that its
+ * timeout fires. */
+void weft_platform_timeout_by_schedule(weft_platform *p, int pe, uint64_t host_addr,
+                                       int private_futex);
+/* The futex wait just entered has a zero timeout (a fired timeout's
+ * retry): it returns at once, and is never counted blocked, even if a look
+ * finds its thread asleep in the kernel for the moment its expired timer
+ * takes. */
+void weft_platform_futex_wait_instant(weft_platform *p, int pe);
+/* Was the PE's last futex wait ended by the schedule firing its timeout?
+ * Its next timed wait (glibc's retry) must then time out at once. Clears. */
+int weft_platform_timeout_fired(weft_platform *p, int pe);
 /* Replays: the PE wrote shared memory or otherwise changed what others may
  * be waiting for: spinning so far proves nothing. */
 void weft_platform_progress(weft_platform *p, int pe);
