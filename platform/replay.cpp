@@ -547,6 +547,11 @@ void weft_platform_futex_wait_instant(weft_platform *p, int pe)
     p->slots[pe].instant_wait = true;
 }
 
+int weft_platform_thread_asleep(weft_platform *p, int pe)
+{
+    return pe >= 0 && uint32_t(pe) < p->count.load() && p->slots[pe].state.load() == BLOCKED;
+}
+
 int weft_platform_timeout_fired(weft_platform *p, int pe)
 {
     std::lock_guard<std::mutex> g(p->mu);

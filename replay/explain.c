@@ -24,6 +24,8 @@ void replay_switch_reason(const replay_switch *w, const replay_switch_log *log, 
         snprintf(buf, len, "T%lld blocked", f);
     else if (!strcmp(y, "exited"))
         snprintf(buf, len, "T%lld exited", f);
+    else if (!strcmp(y, "yield") && w->timed_wait)
+        snprintf(buf, len, "T%lld waits with a timeout: the others first, unless delayed", f);
     else if (!strcmp(y, "yield"))
         snprintf(buf, len,
                  w->stay ? "T%lld yielded or spun, and runs again"
@@ -50,6 +52,9 @@ void replay_switch_reason(const replay_switch *w, const replay_switch_log *log, 
         snprintf(buf, len, "a switch of the schedule file");
     else
         snprintf(buf, len, "the base scheduler (%s)", y);
+    size_t used = strlen(buf);
+    if (w->timeout && used < len) /* docs/replay.md, "Timeouts" */
+        snprintf(buf + used, len - used, "; T%lld's timed wait times out", t);
 }
 
 /* ---- loading ----------------------------------------------------------------- */

@@ -31,6 +31,8 @@ static void read_switch(json_t *e, replay_switch *w)
     w->change_point = (uint32_t)JI(e, "change_point");
     w->preempt = json_is_true(json_object_get(e, "preempt"));
     w->stay = json_is_true(json_object_get(e, "stay"));
+    w->timeout = json_is_true(json_object_get(e, "timeout"));
+    w->timed_wait = json_is_true(json_object_get(e, "timed_wait"));
     w->from_pc = (uint64_t)JI(e, "from_pc");
     w->to_pc = (uint64_t)JI(e, "to_pc");
     w->from_seq = (uint64_t)JI(e, "from_seq");

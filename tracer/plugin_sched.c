@@ -196,7 +196,9 @@ static void append_switch(const sched_switch *w)
                      w->from_pc, w->to_pc, w->from_seq, w->to_seq, w->nenabled);
     for (uint32_t i = 0; i < w->nenabled && i < SCHED_LOG_ENABLED && n < (int)sizeof line - 16; i++)
         n += snprintf(line + n, sizeof line - (size_t)n, "%s%d", i ? "," : "", w->enabled[i]);
-    n += snprintf(line + n, sizeof line - (size_t)n, "]}\n");
+    n += snprintf(line + n, sizeof line - (size_t)n, "]%s%s}\n",
+                  w->timeout ? ",\"timeout\":true" : "",
+                  w->timed_wait ? ",\"timed_wait\":true" : "");
     if (n > 0 && n < (int)sizeof line && write(fd, line, (size_t)n) != n)
         g_plugin.sched.switchlog_fd = -1; /* a full disk: the record still has the log */
 }
@@ -250,7 +252,11 @@ static void log_decision(void *ctx, const pct_policy *p, const pct_decision *d)
                         .change_point = d->change_point,
                         .why = (uint8_t)d->why,
                         .preempt = d->preempt,
-                        .stay = d->stay};
+                        .stay = d->stay,
+                        .timeout =
+                            (uint8_t)weft_platform_thread_asleep(g_plugin.platform, (int)d->to),
+                        .timed_wait = d->why == PCT_WHY_YIELD &&
+                                      weft_platform_thread_asleep(g_plugin.platform, (int)d->from)};
     where(w->from, &w->from_pc, &w->from_seq);
     where(w->to, &w->to_pc, &w->to_seq);
     size_t n = pct_policy_thread_count(p);
@@ -438,6 +444,10 @@ static void add_switches(json_t *rec)
                       (json_int_t)w->from_seq, "to_seq", (json_int_t)w->to_seq);
         if (o && w->why == PCT_WHY_CHANGE_POINT)
             json_object_set_new(o, "change_point", json_integer(w->change_point));
+        if (o && w->timeout)
+            json_object_set_new(o, "timeout", json_true());
+        if (o && w->timed_wait)
+            json_object_set_new(o, "timed_wait", json_true());
         if (o)
             json_array_append_new(arr, o);
     }

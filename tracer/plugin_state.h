@@ -186,6 +186,8 @@ typedef struct sched_switch {
     int32_t from, to;
     uint32_t change_point, nenabled;
     uint8_t why, preempt, stay;
+    uint8_t timeout;    /* `to` was asleep in a timed wait: the decision fires its timeout */
+    uint8_t timed_wait; /* `from` yielded by falling asleep in a timed wait */
     int32_t enabled[SCHED_LOG_ENABLED]; /* the first of nenabled */
 } sched_switch;
 

@@ -119,6 +119,12 @@ check "the bug: some seeds pass" grep -q pass <(verdicts a)
 check "the same seeds, the same verdicts and steps" test "$(per_seed a)" = "$(per_seed b)"
 check "without a fork server too" test "$(per_seed a)" = "$(per_seed plain)"
 
+seed="$(jq -r 'select(.verdict == "bug") | .seed' "$work/a/runs.jsonl" | sort -n | head -1)"
+run_status st "$WEFT" replay --sched pct --depth 2 --steps 20 --threads 2 --timeout 20 \
+  --seed "${seed:-1}" --explain --output "$work/x" -- "$work/timed" </dev/null >"$work/x.log" 2>&1
+check "explained (seed ${seed:-none}): the wait gives way, then its timeout fires" \
+  bash -c "grep -q 'T0 waits with a timeout' '$work/x.log' && grep -q \"T0's timed wait times out\" '$work/x.log'"
+
 campaign real --runs 40 --real-sleeps -- "$work/timed"
 check "--real-sleeps: the host's 30 s never fire, no seed finds it ($(verdicts real))" \
   test "$(verdicts real)" = "40 pass"

@@ -181,6 +181,10 @@ void weft_platform_timeout_by_schedule(weft_platform *p, int pe, uint64_t host_a
  * finds its thread asleep in the kernel for the moment its expired timer
  * takes. */
 void weft_platform_futex_wait_instant(weft_platform *p, int pe);
+/* Is the PE asleep in a futex wait (the model's view, read without the
+ * lock: for a decision being made, where only a timed waiter can be
+ * chosen while asleep)? */
+int weft_platform_thread_asleep(weft_platform *p, int pe);
 /* Was the PE's last futex wait ended by the schedule firing its timeout?
  * Its next timed wait (glibc's retry) must then time out at once. Clears. */
 int weft_platform_timeout_fired(weft_platform *p, int pe);

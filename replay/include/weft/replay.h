@@ -392,6 +392,8 @@ typedef struct replay_switch {
     char why[16]; /* pct_why_name */
     uint32_t change_point;
     int preempt, stay;
+    int timeout;               /* to was asleep in a timed wait: the decision fired it */
+    int timed_wait;            /* from yielded by falling asleep in a timed wait */
     uint64_t from_pc, to_pc;   /* the last gate each thread reached, 0 if unknown */
     uint64_t from_seq, to_seq; /* events each had recorded: to's next event is to_seq */
     int64_t enabled[REPLAY_SWITCH_ENABLED];
