@@ -260,6 +260,36 @@ int weft_platform_futex_wake(weft_platform *p, int pe, uint64_t uaddr, int n, ui
     return p->futex_wake_locked(pe, uaddr, n, cycles);
 }
 
+void weft_platform_timeout_by_schedule(weft_platform *p, int pe, uint64_t host_addr,
+                                       int private_futex)
+{
+    std::lock_guard<std::mutex> g(p->mu);
+    Slot &s = p->slots[pe];
+    s.sched_timeout = p->policy != nullptr;
+    s.timeout_host = host_addr;
+    s.timeout_private = private_futex != 0;
+}
+
+void weft_platform_futex_wait_instant(weft_platform *p, int pe)
+{
+    std::lock_guard<std::mutex> g(p->mu);
+    p->slots[pe].instant_wait = true;
+}
+
+int weft_platform_thread_asleep(weft_platform *p, int pe)
+{
+    return pe >= 0 && uint32_t(pe) < p->count.load() && p->slots[pe].state.load() == BLOCKED;
+}
+
+int weft_platform_timeout_fired(weft_platform *p, int pe)
+{
+    std::lock_guard<std::mutex> g(p->mu);
+    Slot &s = p->slots[pe];
+    bool f = s.fired;
+    s.fired = false;
+    return f;
+}
+
 int weft_platform_woken_by(weft_platform *p, int pe, uint64_t *cycles)
 {
     std::lock_guard<std::mutex> g(p->mu);

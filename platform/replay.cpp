@@ -531,36 +531,6 @@ void weft_platform_sleep(weft_platform *p, int pe, uint64_t pc)
     (void)spin_sighting(p, pe, pc, true);
 }
 
-void weft_platform_timeout_by_schedule(weft_platform *p, int pe, uint64_t host_addr,
-                                       int private_futex)
-{
-    std::lock_guard<std::mutex> g(p->mu);
-    Slot &s = p->slots[pe];
-    s.sched_timeout = p->policy != nullptr;
-    s.timeout_host = host_addr;
-    s.timeout_private = private_futex != 0;
-}
-
-void weft_platform_futex_wait_instant(weft_platform *p, int pe)
-{
-    std::lock_guard<std::mutex> g(p->mu);
-    p->slots[pe].instant_wait = true;
-}
-
-int weft_platform_thread_asleep(weft_platform *p, int pe)
-{
-    return pe >= 0 && uint32_t(pe) < p->count.load() && p->slots[pe].state.load() == BLOCKED;
-}
-
-int weft_platform_timeout_fired(weft_platform *p, int pe)
-{
-    std::lock_guard<std::mutex> g(p->mu);
-    Slot &s = p->slots[pe];
-    bool f = s.fired;
-    s.fired = false;
-    return f;
-}
-
 void weft_platform_progress(weft_platform *p, int pe)
 {
     (void)pe;

@@ -186,7 +186,9 @@ kill_at() {
   check "$name: some kill came before the rename" test "$old" -gt 0
 }
 
-run_status st "$WEFT" trace -q -o p8.wtr -- "$WEFT_FIXTURES/parallel8" 200 >/dev/null
+# Long enough an export (a third of a second) that a kill lands before its
+# rename on a loaded machine too, where finding the process takes a while.
+run_status st "$WEFT" trace -q -o p8.wtr -- "$WEFT_FIXTURES/parallel8" 600 >/dev/null
 check "setup: a trace of parallel8 (status $st)" test "$st" = 0
 # timed VAR CMD...: run CMD (status in $st), its wall time in seconds in VAR.
 timed() {
