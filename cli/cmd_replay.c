@@ -152,9 +152,10 @@ static const cli_option replay_options[] = {
      "ppct: run the high set in parallel on the host (faster, not\nreproducible)", CLI_FLAG,
      C(host_parallel), 0, 0, NULL, NULL},
     {"real-sleeps", 0, NULL,
-     "let the program's sleeps take their time on the host, and its timed\n"
-     "waits time out by the host's clock (default: a sleep takes no time,\n"
-     "virtual or host, and the schedule fires timeouts)",
+     "the host's time: the program's sleeps take their time on the host,\n"
+     "its timed waits time out by the host's clock, and its clocks are the\n"
+     "host's (default: a sleep takes no host time, the schedule fires\n"
+     "timeouts, and the clocks are virtual)",
      CLI_FLAG, C(real_sleeps), 0, 0, NULL, NULL},
     {"real-random", 0, NULL,
      "let getrandom and /dev/urandom give the host's bytes (default: one\n"

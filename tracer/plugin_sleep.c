@@ -27,7 +27,9 @@ static int patch_timespec(vcpu_state *v, uint64_t req, const unsigned char *with
     return 0;
 }
 
-void plugin_sleep_skip(vcpu_state *v, uint64_t req, int restore)
+static void sleep_passed(vcpu_state *v, int64_t clockid);
+
+void plugin_sleep_skip(vcpu_state *v, uint64_t req, int restore, int64_t clockid)
 {
     v->sleep_patched = 0;
     if (!g_plugin.sched.policy || g_plugin.sched.real_sleeps)
@@ -35,6 +37,14 @@ void plugin_sleep_skip(vcpu_state *v, uint64_t req, int restore)
     static const unsigned char zero[sizeof v->sleep_saved];
     if (patch_timespec(v, req, zero, restore) == 0)
         atomic_fetch_add_explicit(&g_plugin.sleeps_skipped, 1, memory_order_relaxed);
+    sleep_passed(v, clockid);
+}
+
+/* A sleep under a policy ends, on the virtual clock, when it asked to. */
+static void sleep_passed(vcpu_state *v, int64_t clockid)
+{
+    if (v->sleep_patched)
+        plugin_clock_passed(plugin_clock_deadline(v, v->sleep_saved, clockid));
 }
 
 /* A timed wait is a sleep that a wake may end early. Left to the host's
@@ -45,7 +55,8 @@ void plugin_sleep_skip(vcpu_state *v, uint64_t req, int restore)
  * The host's timeout is moved 2^40 s away (relative or absolute, either
  * clock: out of reach); glibc's waits retry after the wake that fires it,
  * and that retry gets a zero timeout, which the kernel ends at once. */
-void plugin_timed_wait(vcpu_state *v, uint64_t uaddr, uint64_t ts, int private_futex)
+void plugin_timed_wait(vcpu_state *v, uint64_t uaddr, uint64_t ts, int private_futex,
+                       int64_t clockid)
 {
     int armed = v->timeout_armed;
     v->timeout_armed = 0;
@@ -60,10 +71,12 @@ void plugin_timed_wait(vcpu_state *v, uint64_t uaddr, uint64_t ts, int private_f
     }
     if (patch_timespec(v, ts, with, 1) != 0)
         return;
-    if (armed)
+    if (armed) {
         weft_platform_futex_wait_instant(g_plugin.platform, v->pe);
-    else
-        weft_platform_timeout_by_schedule(g_plugin.platform, v->pe, base + uaddr, private_futex);
+        return;
+    }
+    v->timeout_at = plugin_clock_deadline(v, v->sleep_saved, clockid);
+    weft_platform_timeout_by_schedule(g_plugin.platform, v->pe, base + uaddr, private_futex);
 }
 
 void plugin_sleep_restore(vcpu_state *v)

@@ -88,6 +88,7 @@ typedef struct vcpu_state {
     /* The schedule fired the timeout of its last futex wait: the next
      * timed wait (glibc's retry) times out at once (plugin_sleep.c). */
     int timeout_armed;
+    uint64_t timeout_at;   /* the scheduled timed wait's deadline, virtual ns (plugin_clock.c) */
     uint64_t last_call_pc; /* the program's last synchronization call (visible points) */
     uint64_t point_pc;     /* the last gate it reached (replays: the switch log's place) */
     const char *last_callee;
@@ -506,13 +507,24 @@ void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles);
  * guest address) is zeroed, and with restore put back by
  * plugin_sleep_restore (nanosleep, clock_nanosleep; pselect6 and ppoll
  * write back the time left themselves). */
-void plugin_sleep_skip(vcpu_state *v, uint64_t req, int restore);
+void plugin_sleep_skip(vcpu_state *v, uint64_t req, int restore, int64_t clockid);
 void plugin_sleep_restore(vcpu_state *v);
 /* Replays: a futex wait with a timeout at guest address ts (uaddr its word,
  * private its FUTEX_PRIVATE_FLAG) that the schedule, not the host's clock,
  * ends: its timeout is moved out of reach for the call, or, if the schedule
  * has just fired it, zeroed; restored at the return. */
-void plugin_timed_wait(vcpu_state *v, uint64_t uaddr, uint64_t ts, int private_futex);
+void plugin_timed_wait(vcpu_state *v, uint64_t uaddr, uint64_t ts, int private_futex,
+                       int64_t clockid);
+
+/* plugin_clock.c: replays' virtual clocks */
+/* When a timespec request ends on the virtual clock (ns since its base):
+ * clockid -1 for a relative one. */
+uint64_t plugin_clock_deadline(vcpu_state *v, const unsigned char ts[16], int64_t clockid);
+/* A sleep or a timeout ended at `until`: later reads see at least it. */
+void plugin_clock_passed(uint64_t until);
+/* clock_gettime (or gettimeofday) returned ret: its result becomes the
+ * virtual clock's. */
+void plugin_clock_read(vcpu_state *v, int gettimeofday, int64_t ret);
 
 /* plugin_random.c */
 /* Replays: a getrandom (getrandom != 0) or read that returned ret > 0; a

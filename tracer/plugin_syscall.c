@@ -25,10 +25,12 @@ enum {
     SYS_WAITID = 95,
     SYS_FUTEX = 98,
     SYS_NANOSLEEP = 101,
+    SYS_CLOCK_GETTIME = 113,
     SYS_CLOCK_NANOSLEEP = 115,
     SYS_SCHED_YIELD = 124,
     SYS_RT_SIGSUSPEND = 133,
     SYS_RT_SIGTIMEDWAIT = 137,
+    SYS_GETTIMEOFDAY = 169,
     SYS_MSGRCV = 188,
     SYS_SEMTIMEDOP = 192,
     SYS_SEMOP = 193,
@@ -51,6 +53,7 @@ enum {
 #define FUTEX_WAIT_BITSET 9
 #define FUTEX_WAKE_BITSET 10
 #define FUTEX_PRIVATE_FLAG 128u
+#define FUTEX_CLOCK_REALTIME 256u
 #define FUTEX_CMD(op) ((op) & ~(FUTEX_PRIVATE_FLAG | 256u)) /* drop PRIVATE and CLOCK_REALTIME */
 
 /* Same values on AArch64 as on the host (asm-generic). */
@@ -162,8 +165,11 @@ static void futex_entry(vcpu_state *v, uint64_t pc)
         /* A timeout (argument 4, NULL: none) ends the wait by itself. */
         weft_platform_futex_wait_enter(p, v->pe, uaddr, v->sys_cycles, (int)gettid(),
                                        v->sys_args[3] != 0);
-        if (v->sys_args[3])
-            plugin_timed_wait(v, uaddr, v->sys_args[3], (v->sys_args[1] & FUTEX_PRIVATE_FLAG) != 0);
+        if (v->sys_args[3]) /* FUTEX_WAIT's timeout is relative, WAIT_BITSET's absolute */
+            plugin_timed_wait(v, uaddr, v->sys_args[3], (v->sys_args[1] & FUTEX_PRIVATE_FLAG) != 0,
+                              cmd == FUTEX_WAIT                         ? -1
+                              : (v->sys_args[1] & FUTEX_CLOCK_REALTIME) ? 0
+                                                                        : 1);
         v->futex_waiting = 1;
         break;
     case FUTEX_WAKE:
@@ -320,8 +326,9 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
         if (!pause) /* told before the gate */
             weft_platform_yield(p, v->pe);
-        else if (sleep)
-            plugin_sleep_skip(v, req, num == SYS_NANOSLEEP || num == SYS_CLOCK_NANOSLEEP);
+        else if (sleep) /* clock_nanosleep with TIMER_ABSTIME (1): until a time on its clock */
+            plugin_sleep_skip(v, req, num == SYS_NANOSLEEP || num == SYS_CLOCK_NANOSLEEP,
+                              num == SYS_CLOCK_NANOSLEEP && (args[1] & 1) ? (int64_t)args[0] : -1);
         return;
     }
     switch (num) {
@@ -374,6 +381,8 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
     plugin_sleep_restore(v);
     if (num == SYS_GETRANDOM || num == SYS_READ || num == SYS_PREAD64)
         plugin_random_return(v, num == SYS_GETRANDOM, ret);
+    if (num == SYS_CLOCK_GETTIME || num == SYS_GETTIMEOFDAY)
+        plugin_clock_read(v, num == SYS_GETTIMEOFDAY, ret);
     if (!skipped && ended_by_timeout(v, num, ret))
         atomic_fetch_add(&g_plugin.host_timeouts, 1);
     weft_platform *p = g_plugin.platform;
@@ -391,6 +400,8 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
         }
         v->futex_waiting = 0;
         v->timeout_armed = weft_platform_timeout_fired(p, v->pe);
+        if (v->timeout_armed) /* the deadline passed, for whoever reads a clock */
+            plugin_clock_passed(v->timeout_at);
     } else if (v->sys_released) {
         weft_platform_syscall_return(p, v->pe, v->sys_cycles);
         v->sys_released = 0;

@@ -1,5 +1,5 @@
 # Timed waits under a replay policy (docs/replay.md, "Timeouts"): the schedule
-# fires a timeout, not the host's clock. A wait nobody ends times out at once
+# fires a timeout, not the host's clock, and the virtual clocks agree. A wait nobody ends times out at once
 # (a 30 s timeout in a run killed at 20 s), with the right return value, for
 # condition variables, semaphores and timed locks; a bug that needs a timeout
 # to fire before the worker is done is found, the same way by the same seed,
@@ -62,9 +62,34 @@ int main(int argc, char **argv)
         int l = pthread_mutex_timedlock(&held, &ts);
         release = 1;
         pthread_join(t, NULL);
+        /* libstdc++'s way (wait_for, wait_until): a timeout counts once the
+         * clock has reached the deadline; until then, wait again. */
+        struct timespec dl = in_30s(), now;
+        pthread_mutex_lock(&m);
+        do {
+            while (pthread_cond_timedwait(&c, &m, &dl) != ETIMEDOUT)
+                ;
+            clock_gettime(CLOCK_REALTIME, &now);
+        } while (now.tv_sec < dl.tv_sec || (now.tv_sec == dl.tv_sec && now.tv_nsec < dl.tv_nsec));
+        pthread_mutex_unlock(&m);
+        /* A sleep, measured. */
+        struct timespec t0, t1, ms5 = {0, 5000000};
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        nanosleep(&ms5, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        long slept = (t1.tv_sec - t0.tv_sec) * 1000000000L + t1.tv_nsec - t0.tv_nsec;
         /* A "bug" verdict, so that the run's files are kept. */
-        printf("BUG: not one, cond %s sem %s lock %s\n", a == ETIMEDOUT ? "ETIMEDOUT" : "?",
-               b == ETIMEDOUT ? "ETIMEDOUT" : "?", l == ETIMEDOUT ? "ETIMEDOUT" : "?");
+        printf("BUG: not one, cond %s sem %s lock %s, clock checked, sleep %s\n",
+               a == ETIMEDOUT ? "ETIMEDOUT" : "?", b == ETIMEDOUT ? "ETIMEDOUT" : "?",
+               l == ETIMEDOUT ? "ETIMEDOUT" : "?", slept >= 5000000 ? ">= 5 ms" : "< 5 ms");
+        printf("clocks %ld.%09ld %ld.%09ld\n", (long)now.tv_sec, now.tv_nsec, (long)t1.tv_sec,
+               t1.tv_nsec);
+        return 3;
+    }
+    if (argc > 1 && !strcmp(argv[1], "clock")) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        printf("BUG: realtime %ld\n", (long)now.tv_sec);
         return 3;
     }
     /* The bug: on a timeout, main reads the result the worker has not written. */
@@ -105,9 +130,23 @@ per_seed() {
 campaign waits --runs 4 --save-trace -- "$work/timed" waits
 check "waits nobody ends: each run ends, not killed at 20 s ($(verdicts waits))" \
   test "$(verdicts waits)" = "4 bug"
-check "waits nobody ends: cond, sem and lock return ETIMEDOUT" \
+check "waits nobody ends: cond, sem and lock return ETIMEDOUT; the clock agrees; a sleep measures" \
   test "$(jq -r .detail "$work/waits/runs.jsonl" | sort -u)" = \
-  "BUG: not one, cond ETIMEDOUT sem ETIMEDOUT lock ETIMEDOUT"
+  "BUG: not one, cond ETIMEDOUT sem ETIMEDOUT lock ETIMEDOUT, clock checked, sleep >= 5 ms"
+campaign waits2 --runs 4 --save-trace -- "$work/timed" waits
+same_outputs() {
+  local seed
+  for seed in 1 2 3 4; do
+    cmp -s "$work/waits/traces/seed-$seed.stdout" "$work/waits2/traces/seed-$seed.stdout" || return 1
+  done
+}
+check "the virtual clocks read the same in every run of a seed" same_outputs
+campaign clock --runs 1 --save-trace -- "$work/timed" clock
+campaign hostclock --runs 1 --save-trace --real-sleeps -- "$work/timed" clock
+check "the realtime clock starts at 2026-01-01 00:00:00 UTC" \
+  grep -qx "BUG: realtime 1767225600" "$work/clock/traces/seed-1.stdout"
+check "--real-sleeps: the host's clock" \
+  bash -c "test \$(sed -n 's/^BUG: realtime //p' '$work/hostclock/traces/seed-1.stdout') -gt 1767225700"
 check "waits nobody ends: no host clock decided, the trace is not flagged unordered" \
   bash -c "! '$WEFT' info '$work/waits/traces/seed-1.wtr' | grep -Eq '^flags .*unordered'"
 
