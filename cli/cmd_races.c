@@ -76,6 +76,20 @@ static const char *pick_binary(const races_opts *o, const weft_trace_meta *m, in
     return m->binary_path;
 }
 
+/* What the trace cannot show, said once on stderr: a race with an access
+ * that was never recorded is not found, and "0 races" must not read as
+ * more than it is. */
+static void note_what_is_missing(const weft_trace_meta *m)
+{
+    if (!(m->settings.record & WEFT_RECORD_READS))
+        fprintf(stderr, "weft races: note: the trace has no plain reads (weft trace --record): "
+                        "read-write races are not seen\n");
+    if (m->settings.filter == WEFT_FILTER_SHARED)
+        fprintf(stderr, "weft races: note: traced with --filter shared: accesses to a page "
+                        "before a second thread touched it are not in the trace, nor their "
+                        "races\n");
+}
+
 static int run_races(int argc, char **argv)
 {
     races_opts o = {0};
@@ -118,6 +132,7 @@ static int run_races(int argc, char **argv)
         cli_error("%s", err);
         goto out;
     }
+    note_what_is_missing(m);
     weft_races_source src = {.trace = o.trace,
                              .meta = m,
                              .summary = weft_trace_get_summary(t),

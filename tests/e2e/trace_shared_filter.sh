@@ -91,6 +91,8 @@ for var in counter racy; do
     test "$(writers shared $var)" = "T1 T2 T3 T4"
 done
 check "weft info names the filter" grep -q "filter shared," <("$WEFT" info "$work/shared.wtr")
+check "weft races says what a shared-pages trace cannot show" \
+  grep -q "^weft races: note: traced with --filter shared" <("$WEFT" races "$work/shared.wtr" 2>&1 >/dev/null)
 check "weft info --vars still finds racy shared" \
   grep -q "^  racy: T1 W.*T4 W" <("$WEFT" info --vars "$work/shared.wtr")
 
