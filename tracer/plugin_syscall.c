@@ -284,7 +284,10 @@ static void exit_group_entry(vcpu_state *v, thread_record *tr, uint64_t code)
 /* Is the call a sleep, and where is its timeout (a guest address, 0 if
  * none)? nanosleep and clock_nanosleep; under a policy also a pselect6 or
  * ppoll on no descriptors with a timeout, select(0, ...) and poll(NULL, 0,
- * ms) used as sleeps (outside a policy they wait released, as before). */
+ * ms) used as sleeps, and an rt_sigtimedwait with a timeout (a poll for
+ * signals: one pending is returned at once, else EAGAIN when the schedule
+ * says the time is up, at once; outside a policy they wait released, as
+ * before). */
 static int is_sleep(int64_t num, const uint64_t args[6], uint64_t *req)
 {
     *req = 0;
@@ -296,6 +299,8 @@ static int is_sleep(int64_t num, const uint64_t args[6], uint64_t *req)
         return 0;
     if (num == SYS_PSELECT6 && args[0] == 0 && args[4])
         *req = args[4];
+    else if (num == SYS_RT_SIGTIMEDWAIT && args[2])
+        *req = args[2];
     else if (num == SYS_PPOLL && args[1] == 0 && args[2])
         *req = args[2];
     return *req != 0;
@@ -327,7 +332,9 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         if (!pause) /* told before the gate */
             weft_platform_yield(p, v->pe);
         else if (sleep) /* clock_nanosleep with TIMER_ABSTIME (1): until a time on its clock */
-            plugin_sleep_skip(v, req, num == SYS_NANOSLEEP || num == SYS_CLOCK_NANOSLEEP,
+            plugin_sleep_skip(v, req,
+                              num == SYS_NANOSLEEP || num == SYS_CLOCK_NANOSLEEP ||
+                                  num == SYS_RT_SIGTIMEDWAIT,
                               num == SYS_CLOCK_NANOSLEEP && (args[1] & 1) ? (int64_t)args[0] : -1);
         return;
     }

@@ -17,7 +17,7 @@ skipped() { sed -nE 's/.*sleeps_skipped=([0-9]+).*/\1/p' "$work/$1/traces/seed-3
 stats_run skip
 check "sleep_ok: passes with its sleeps skipped (status $st)" \
   test "$st $(jq -r .verdict "$work/skip/runs.jsonl")" = "0 pass"
-check "sleep_ok: the program slept 6 times, the host none ($(skipped skip))" test "$(skipped skip)" = 6
+check "sleep_ok: the program slept 7 times, the host none ($(skipped skip))" test "$(skipped skip)" = 7
 stats_run real --real-sleeps
 check "--real-sleeps: passes (status $st)" test "$st $(jq -r .verdict "$work/real/runs.jsonl")" = "0 pass"
 check "--real-sleeps: the host slept each time ($(skipped real) skipped)" test "$(skipped real)" = 0
