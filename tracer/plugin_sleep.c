@@ -27,24 +27,17 @@ static int patch_timespec(vcpu_state *v, uint64_t req, const unsigned char *with
     return 0;
 }
 
-static void sleep_passed(vcpu_state *v, int64_t clockid);
-
 void plugin_sleep_skip(vcpu_state *v, uint64_t req, int restore, int64_t clockid)
 {
     v->sleep_patched = 0;
     if (!g_plugin.sched.policy || g_plugin.sched.real_sleeps)
         return;
     static const unsigned char zero[sizeof v->sleep_saved];
-    if (patch_timespec(v, req, zero, restore) == 0)
-        atomic_fetch_add_explicit(&g_plugin.sleeps_skipped, 1, memory_order_relaxed);
-    sleep_passed(v, clockid);
-}
-
-/* A sleep under a policy ends, on the virtual clock, when it asked to. */
-static void sleep_passed(vcpu_state *v, int64_t clockid)
-{
-    if (v->sleep_patched)
-        plugin_clock_passed(plugin_clock_deadline(v, v->sleep_saved, clockid));
+    if (patch_timespec(v, req, zero, restore) != 0)
+        return;
+    atomic_fetch_add_explicit(&g_plugin.sleeps_skipped, 1, memory_order_relaxed);
+    /* It ends, on the virtual clock, when it asked to. */
+    plugin_clock_passed(plugin_clock_deadline(v, v->sleep_saved, clockid));
 }
 
 /* A timed wait is a sleep that a wake may end early. Left to the host's
