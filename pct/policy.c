@@ -396,6 +396,7 @@ int pct_step_access(pct_policy *p, pct_tid tid, uint64_t object, pct_access acce
     /* Its next event is a new one, not described yet. */
     t->pend_object = 0;
     t->pend_access = PCT_ACCESS_UNKNOWN;
+    pct_mirror_counts(p);
     return 0;
 }
 
@@ -542,6 +543,7 @@ size_t pct_policy_next(pct_policy *p, pct_tid *out, size_t cap)
     p->dec.forced = PCT_WHY_NONE;
     size_t n = decide(p, out, cap);
     pct_decision_note(p, out, n < cap ? n : cap);
+    pct_mirror_counts(p);
     return n;
 }
 

@@ -71,3 +71,24 @@ int pct_policy_thread_info(const pct_policy *p, pct_tid tid, pct_thread_info *ou
     fill_info(p, t, out);
     return 0;
 }
+
+void pct_mirror_counts(pct_policy *p)
+{
+    pct_status *s = p->mirror;
+    if (!s)
+        return;
+    s->steps = p->steps;
+    s->overrides = p->overrides;
+    s->threads = p->nthreads;
+    s->low_set_ever = p->low_ever;
+}
+
+void pct_policy_mirror(pct_policy *p, pct_status *s)
+{
+    p->mirror = s;
+    if (!s)
+        return;
+    s->nchange_points = pct_policy_change_points(p, s->change_points, PCT_MAX_DEPTH);
+    pct_mirror_counts(p);
+    s->magic = PCT_STATUS_MAGIC;
+}

@@ -85,6 +85,7 @@ struct pct_policy {
     struct bounded b;
     struct decisions dec;
     struct script script;
+    pct_status *mirror; /* pct_policy_mirror's, or NULL */
 };
 
 /* The live thread with this id; NULL if none. */
@@ -103,6 +104,9 @@ size_t pct_pos_next(pct_policy *p, pct_tid *out, size_t cap);
 /* decision.c: after each decision, the log's bookkeeping and its callback. */
 void pct_decision_note(pct_policy *p, const pct_tid *out, size_t n);
 void pct_decision_free(pct_policy *p);
+
+/* policy_info.c: the counts into the mirror, if there is one. */
+void pct_mirror_counts(pct_policy *p);
 
 /* script.c */
 int pct_script_init(pct_policy *p);

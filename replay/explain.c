@@ -285,7 +285,13 @@ static void print_switches(const replay_explanation *x, weft_symbols *syms, FILE
     fprintf(out, ", seed %" PRIu64 ": %" PRIu64 " steps, change points [", l->seed, l->steps);
     for (size_t i = 0; i < l->nchange_points; i++)
         fprintf(out, "%s%" PRIu64, i ? ", " : "", l->change_points[i]);
-    if (l->partial)
+    if (l->partial && l->counted)
+        fprintf(out,
+                "], %" PRIu64 " starvation overrides; %" PRIu64 " switches, %" PRIu64
+                " of them preemptions (the run died before the plugin wrote its record: the log "
+                "it appended as it went, the counts its policy kept)\n",
+                l->overrides, l->switches, l->preemptions);
+    else if (l->partial)
         fprintf(out,
                 "]; %" PRIu64 " switches, %" PRIu64 " of them preemptions (the run died before "
                 "the plugin wrote its record: the log it appended as it went, steps up to the "

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "learn_points.h"
+#include "run_record.h"
 #include "weft/replay.h"
 #include "weft/trace.h"
 
@@ -163,6 +164,7 @@ typedef struct run_counts {
     int rc; /* 0, or -1 after one line */
     int estimated;
     int capped; /* a learning run stopped at its trace's size limit */
+    int died;   /* killed by a signal: its steps end where it died */
     uint64_t steps, threads;
     uint64_t departures; /* gates that gave up waiting (the record's `departures`) */
     char note[64];
@@ -177,8 +179,9 @@ enum {
 /* One profiling run under the random policy with seed `seed` and the
  * campaign's points (the points learnt so far; ROUND_FIRST: the visible
  * operations alone), its trace at `trace`, its other files at STEM.*: its
- * steps and threads (from the plugin's record, or counted from its trace
- * when it died before writing one). */
+ * steps and threads (from the plugin's record, or from the counts its
+ * policy kept when the guest died before the plugin could write one, or
+ * else counted from its trace). */
 static void profile_counts(const replay_config *c, uint64_t seed, const char *stem,
                            const char *trace, unsigned how, run_counts *out)
 {
@@ -187,6 +190,7 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
     out->rc = -1;
     snprintf(record, sizeof record, "%s.json", stem);
     unlink(record);
+    replay_record_remove_status(record);
     replay_config p = *c;
     p.kind = PCT_KIND_RANDOM;
     p.k = 0;
@@ -228,8 +232,9 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
     /* Stopped at the limit: its counts are not a whole run's, and its
      * status (124) is weft's, not the program's. */
     out->capped = (how & ROUND_LEARN) && (flags & WEFT_TRACE_STOPPED);
-    json_t *rec = r.end == GUEST_TIMED_OUT ? NULL : json_load_file(record, 0, NULL);
+    json_t *rec = r.end == GUEST_TIMED_OUT ? NULL : replay_record_load(record);
     unlink(record);
+    replay_record_remove_status(record);
     out->estimated = !rec && !out->capped;
     if (rec) {
         out->steps = (uint64_t)json_integer_value(json_object_get(rec, "steps"));
@@ -243,6 +248,7 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
     }
     if (!out->capped)
         outcome(&r, flags, out->note, sizeof out->note);
+    out->died = r.end == GUEST_SIGNALED;
     out->rc = 0;
 }
 
@@ -256,6 +262,7 @@ typedef struct profile_round {
     uint64_t runs, kmax, nmax;
     char seen[256];
     int estimated, capped;
+    uint64_t died; /* runs killed by a signal */
     char note[64];
     char **traces;      /* [runs], under the profiling folder */
     run_counts *counts; /* [runs] */
@@ -428,6 +435,7 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
             snprintf(pr->note, sizeof pr->note, "%s", rc->note);
         pr->estimated |= rc->estimated;
         pr->capped |= rc->capped;
+        pr->died += (uint64_t)rc->died;
         pr->kmax = rc->steps > pr->kmax ? rc->steps : pr->kmax;
         pr->nmax = rc->threads > pr->nmax ? rc->threads : pr->nmax;
         if (sl < sizeof pr->seen - 24)
@@ -467,8 +475,10 @@ static void take_k_n(replay_config *c, const profile_round *pr, int rounds, doub
                profile_departed, profile_departed == 1 ? "" : "s");
     /* Fewer steps than threads: the threads were created and synchronize
      * where visible points do not look (xz's, inside liblzma), and a
-     * priority policy has next to nothing to choose. */
-    if (counted && c->points == POINTS_VISIBLE && !c->race_points && c->k < c->n)
+     * priority policy has next to nothing to choose. Unless every run died
+     * early: then that is why. */
+    if (counted && c->points == POINTS_VISIBLE && !c->race_points && c->k < c->n &&
+        pr->died < pr->runs)
         printf("weft: profiling: k = %" PRIu64 " for %" PRIu64 " threads: they synchronize "
                "inside a library, where visible points do not look (only the program's own "
                "code has them); --points shared makes the library's atomics, system calls and "

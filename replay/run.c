@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "run_record.h"
 #include "weft/replay.h"
 #include "weft/trace.h"
 
@@ -374,6 +375,7 @@ static void seed_files_remove(const seed_files *f)
 {
     unlink(f->trace);
     unlink(f->record);
+    replay_record_remove_status(f->record);
     unlink(f->switches);
     unlink(f->out);
     unlink(f->err);
@@ -465,7 +467,7 @@ static void judge(const replay_config *c, seed_run *sr)
 /* What the policy did, from the plugin's record and the trace. */
 static void read_facts(seed_run *sr)
 {
-    sr->record = json_load_file(sr->files.record, 0, NULL);
+    sr->record = replay_record_load(sr->files.record);
     char err[512];
     weft_trace *t = weft_trace_open(sr->files.trace, err, sizeof err);
     if (t) {
@@ -485,9 +487,16 @@ static void keep_files(const replay_config *c, seed_run *sr)
     keep(f->err, c, sr->seed, "stderr", NULL, 0);
     keep(f->record, c, sr->seed, "sched.json", NULL, 0); /* the switches, for --explain */
     /* No record (the guest died of a signal), or one whose ring lost
-     * the oldest switches: the whole log, as it went. */
-    if (!sr->record || json_integer_value(json_object_get(sr->record, "switches_dropped")) > 0)
+     * the oldest switches: the whole log, as it went; a dead run's
+     * counts too, for --explain's step count. */
+    if (!sr->record || replay_record_died(sr->record) ||
+        json_integer_value(json_object_get(sr->record, "switches_dropped")) > 0)
         keep(f->switches, c, sr->seed, "switches.jsonl", NULL, 0);
+    if (replay_record_died(sr->record)) {
+        char st[PATH_MAX + 80];
+        snprintf(st, sizeof st, "%s.status", f->record);
+        keep(st, c, sr->seed, "status", NULL, 0);
+    }
 }
 
 /* The record's counts as they are, null when the plugin wrote no record. */
@@ -560,6 +569,7 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
     seed_run sr = {.seed = seed};
     seed_files_name(&sr.files, tmp_dir, seed);
     unlink(sr.files.record);
+    replay_record_remove_status(sr.files.record);
     int rc = run_once(c, &sr);
     if (rc == -2)
         return -1;

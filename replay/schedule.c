@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "run_record.h"
 #include "weft/replay.h"
 
 #define JI(o, k) json_integer_value(json_object_get((o), (k)))
@@ -170,8 +171,21 @@ int replay_switch_log_load_kept(const char *dir, uint64_t seed, replay_switch_lo
         return 0;
     }
     memset(log, 0, sizeof *log);
-    if (have_all)
-        return load_jsonl(all, log, err, errlen);
+    if (!have_all)
+        goto missing;
+    if (load_jsonl(all, log, err, errlen))
+        return -1;
+    /* A dead run's counts, kept as seed-S.status: its exact steps. */
+    snprintf(rec, sizeof rec, "%s/traces/seed-%" PRIu64, dir, seed);
+    json_t *counts = replay_record_load(rec);
+    if (replay_record_died(counts)) {
+        log->steps = (uint64_t)JI(counts, "steps");
+        log->overrides = (uint64_t)JI(counts, "overrides");
+        log->counted = 1;
+    }
+    json_decref(counts);
+    return 0;
+missing:
     snprintf(err, errlen,
              "%s/traces: seed %" PRIu64 "'s trace and switch log were not kept (replay it with "
              "--seed %" PRIu64 " --save-trace, or --explain)",

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "weft/replay.h"
+#include "weft/trace.h"
 
 /* The line that says what the campaign is about to do. */
 static void print_plan(const replay_config *c, const pct_config *cfg, const replay_shard *sh)
@@ -121,12 +122,37 @@ static int bounded_seeds(replay_config *c, pct_config *cfg)
     return 0;
 }
 
+/* Visible points need the program's code told from the C library's. The
+ * plugin says so in each run's stderr, which the user never sees: say it
+ * once here, where they look. */
+static void warn_no_debug_info(const replay_config *c)
+{
+    if (c->points != POINTS_VISIBLE)
+        return;
+    char err[512];
+    weft_symbols *syms = weft_symbols_open(c->run.binary, err, sizeof err);
+    weft_code_map m;
+    if (!syms)
+        return;
+    if (weft_code_map_build(syms, &m, err, sizeof err) == 0) {
+        if (m.how == WEFT_CODE_ALL)
+            fprintf(stderr,
+                    "weft: %s is static and has no debug info: its own code cannot be told "
+                    "from the C library's, so the library's internals are schedule points "
+                    "too and dilute the search (rebuild with -g)\n",
+                    c->run.binary);
+        weft_code_map_free(&m);
+    }
+    weft_symbols_close(syms);
+}
+
 int replay_start(replay_config *c, const char *out, replay_shard *sh)
 {
     int rc;
     /* The program first: a bad one leaves no output folder behind. */
     if (guest_check_binary(c->run.binary, c->run.sysroot))
         return WEFT_EXIT_FAIL;
+    warn_no_debug_info(c);
     if (weft_mkdirs(out) || !realpath(out, c->out_dir))
         return WEFT_EXIT_FAIL;
     if (strchr(c->out_dir, ',') || strchr(c->pcs_path, ',')) {

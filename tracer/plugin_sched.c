@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -234,6 +235,41 @@ static int open_switchlog(char *err, size_t errlen)
     return 0;
 }
 
+/* The policy's counts in a file beside the record (RECORD.status), a shared
+ * mapping the policy keeps up to date: a guest killed by a signal writes no
+ * record (qemu re-raises it with the default action), and weft reads the
+ * run's steps from here. Without the file, weft counts them from the trace
+ * as before. */
+static void status_path(char *out, size_t len)
+{
+    snprintf(out, len, "%s.status", g_plugin.sched.record_path);
+}
+
+static void open_status(void)
+{
+    sched_state *s = &g_plugin.sched;
+    if (s->status) /* a fork server's child: the server's mapping */
+        munmap(s->status, sizeof *s->status);
+    s->status = NULL;
+    if (!s->record_path || !s->policy)
+        return;
+    char path[4096];
+    status_path(path, sizeof path);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return;
+    if (ftruncate(fd, sizeof *s->status) == 0) {
+        void *m = mmap(NULL, sizeof *s->status, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m != MAP_FAILED)
+            s->status = m;
+    }
+    close(fd);
+    if (s->status)
+        pct_policy_mirror(s->policy, s->status);
+    else
+        unlink(path);
+}
+
 /* Called by the policy under the platform's lock, at every switch: the
  * other threads wait at their gates or in the kernel, so their places are
  * still. Keeps the last SCHED_LOG_MAX. */
@@ -302,6 +338,7 @@ int sched_setup(char *err, size_t errlen)
     s->policy = pct_policy_create(&s->cfg, err, errlen);
     if (!s->policy)
         return -1;
+    open_status();
     if (s->record_path) {
         s->log = calloc(SCHED_LOG_MAX, sizeof *s->log);
         pe_vcpu = calloc(g_plugin.cfg.max_pes ? g_plugin.cfg.max_pes : 1, sizeof *pe_vcpu);
@@ -337,6 +374,7 @@ static int adopt_logs(const char *record, const char *switchlog, char *err, size
     s->record_path = record;
     s->switchlog_path = switchlog;
     s->log_total = s->log_preemptions = s->log_stays = 0;
+    open_status();
     if (record) {
         if (!s->log)
             s->log = calloc(SCHED_LOG_MAX, sizeof *s->log);
@@ -352,6 +390,8 @@ int sched_adopt(const pct_config *cfg, pct_policy *policy, const char *record,
 {
     sched_state *s = &g_plugin.sched;
     pct_policy *old = s->policy;
+    if (old)
+        pct_policy_mirror(old, NULL); /* its page is the server's */
     s->cfg = *cfg;
     s->policy = policy;
     if (adopt_logs(record, switchlog, err, errlen))
@@ -517,6 +557,9 @@ void sched_write_record(void)
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->record_path, (int)getpid());
     if (!rec || json_dump_file(rec, tmp, JSON_COMPACT) != 0 || rename(tmp, s->record_path) != 0) {
         fprintf(stderr, "weft: cannot write %s: %s\n", s->record_path, strerror(errno));
+        unlink(tmp);
+    } else if (s->status) { /* the record says it all */
+        status_path(tmp, sizeof tmp);
         unlink(tmp);
     }
     json_decref(rec);

@@ -215,6 +215,7 @@ typedef struct sched_state {
      * line each: a run that dies of a signal writes no record. */
     const char *switchlog_path;
     int switchlog_fd; /* -1: none */
+    pct_status *status; /* the record's .status file, mapped; or NULL */
 } sched_state;
 
 /* Exact mode by speculation (plugin_spec.c): only atomics, syscalls and the

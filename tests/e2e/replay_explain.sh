@@ -66,6 +66,10 @@ replay "$work/segv" --sched pct --seed 1 --explain -- "$WEFT_FIXTURES/fail_segv"
 check "fail_segv --explain: a crash (status $st)" test "$st" = 10
 check "fail_segv: its switch log kept as it went" test -s "$work/segv/traces/seed-1.switches.jsonl"
 check "fail_segv: explained from it" grep -q "the run died before the plugin wrote its record" "$work/segv.log"
+check "fail_segv: with the counts its policy kept" grep -q "the counts its policy kept" "$work/segv.log"
+check "fail_segv: kept beside it" test -s "$work/segv/traces/seed-1.status"
+check "fail_segv: its step count" \
+  test "$(sed -nE 's/^schedule: .* ([0-9]+) steps, .*/\1/p' "$work/segv.log")" = "$(jq .steps "$work/segv/runs.jsonl")"
 check "fail_segv: ends with the verdict" grep -q "^verdict: crash: killed by signal 11" "$work/segv.log"
 
 # ---- --minimize and --schedule -------------------------------------------------

@@ -15,6 +15,15 @@ one segv 10 crash --sched pct --points none -- "$WEFT_FIXTURES/fail_segv"
 check "segv: names the signal" grep -q "signal 11" "$work/segv.log"
 one abort 10 abort --sched pct --points none -- "$WEFT_FIXTURES/fail_abort"
 check "abort: names the signal" grep -q "signal 6" "$work/abort.log"
+# A guest killed by a signal writes no record; its policy kept its counts in
+# a file mapping: the run's steps are known, and profiling (whose runs all
+# abort here) took k from them, not from the trace's every library event.
+check "abort: its steps are known" test "$(jq '.steps | type' "$work/abort/runs.jsonl")" = '"number"'
+check "abort: printed with its steps" grep -Eq "^  steps [0-9]+, change points \[" "$work/abort.log"
+check "abort: profiling counted its dying runs" grep -q "note: a run: it died of signal 6" "$work/abort.log"
+check "abort: not from a trace" test "$(grep -c 'counted from a trace' "$work/abort.log")" = 0
+check "abort: no status file left" test -z "$(find "$work/abort" -name '*.status')"
+check "segv: its steps are known" test "$(jq '.steps | type' "$work/segv/runs.jsonl")" = '"number"'
 
 one deadlock 10 deadlock --sched random --points none -- "$WEFT_FIXTURES/fail_deadlock"
 check "deadlock: two workers wait on fd_a and fd_b" \

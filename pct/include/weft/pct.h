@@ -326,6 +326,21 @@ int pct_policy_thread_at(const pct_policy *p, size_t index, pct_thread_info *out
 /* The live thread with this id (else the last exited one); 0 or -1. */
 int pct_policy_thread_info(const pct_policy *p, pct_tid tid, pct_thread_info *out);
 
+/* A run's counts as they stand, kept up to date by the policy at every
+ * step and decision once pct_policy_mirror gives it a place. The tracer
+ * puts that place in a file mapping: a guest killed by a signal (an
+ * assertion's abort, a crash) never returns to write its record, and its
+ * steps are what a profiling run is for. */
+#define PCT_STATUS_MAGIC 0x5446455753544154ull /* "TATSWEFT" */
+typedef struct pct_status {
+    uint64_t magic; /* PCT_STATUS_MAGIC once the fields below are valid */
+    uint64_t steps, overrides, threads, low_set_ever;
+    uint64_t nchange_points; /* pct_policy_change_points' count; the first PCT_MAX_DEPTH: */
+    uint64_t change_points[PCT_MAX_DEPTH];
+} pct_status;
+/* Fills *s now and after every step and decision from here on; NULL stops. */
+void pct_policy_mirror(pct_policy *p, pct_status *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -411,8 +411,9 @@ typedef struct replay_switch_log {
     uint64_t change_points[16];
     size_t nchange_points;
     /* Read from the file the plugin appends as the run goes: the run died
-     * before its record (steps: the last switch's; overrides unknown). */
-    int partial;
+     * before its record (steps: the last switch's and overrides unknown,
+     * unless counted: the counts its policy kept were kept too). */
+    int partial, counted;
 } replay_switch_log;
 
 /* Read the switch log of a plugin record. 0, or -1 with one line in err. */
