@@ -302,7 +302,7 @@ static int run_trace(int argc, char **argv)
         cli_error("%s: " WEFT_TRACE_NOT_A_FILE, o.out);
         return WEFT_EXIT_FAIL;
     }
-    if (guest_check_binary(run.binary, run.sysroot) || weft_check_output(o.out) ||
+    if (guest_check_binary(run.binary, &run.sysroot) || weft_check_output(o.out) ||
         (o.gates && weft_check_output(o.gates)))
         return WEFT_EXIT_FAIL;
     for (int i = 0; i < o.nvars; i++)

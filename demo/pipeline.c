@@ -448,7 +448,7 @@ int demo_run(demo_opts *o)
 {
     if (weft_mkdirs(o->dir))
         return WEFT_EXIT_FAIL;
-    if (guest_check_binary(o->gargv[0], o->sysroot))
+    if (guest_check_binary(o->gargv[0], &o->sysroot))
         return WEFT_EXIT_FAIL;
     demo_ctx ctx = {.dir = o->dir, .tty = isatty(2)};
     ssize_t n = readlink("/proc/self/exe", ctx.self, sizeof ctx.self - 1);

@@ -23,7 +23,23 @@
 #define WEFT_QEMU "qemu-aarch64"
 #endif
 
-int guest_check_binary(const char *binary, const char *sysroot)
+/* A root holding the loader interp, for a dynamic binary given none. */
+static const char *default_sysroot(const char *interp)
+{
+    const char *env = getenv("QEMU_LD_PREFIX");
+    const char *roots[] = {env && *env ? env : NULL, "/usr/aarch64-linux-gnu"};
+    for (size_t i = 0; i < sizeof roots / sizeof *roots; i++) {
+        char path[PATH_MAX * 2];
+        if (!roots[i])
+            continue;
+        snprintf(path, sizeof path, "%s/%s", roots[i], interp);
+        if (access(path, R_OK) == 0)
+            return roots[i];
+    }
+    return NULL;
+}
+
+int guest_check_binary(const char *binary, const char **sysroot)
 {
     int fd = open(binary, O_RDONLY);
     if (fd < 0) {
@@ -74,16 +90,22 @@ int guest_check_binary(const char *binary, const char *sysroot)
     }
     close(fd);
     if (interp[0]) {
-        if (!sysroot) {
+        if (!*sysroot && (*sysroot = default_sysroot(interp)))
+            fprintf(stderr,
+                    "weft: %s is dynamically linked: its libraries from %s (--sysroot DIR for "
+                    "another root)\n",
+                    binary, *sysroot);
+        if (!*sysroot) {
             weft_error("%s: dynamically linked (needs %s): pass --sysroot DIR holding an AArch64 "
-                       "root filesystem",
+                       "root filesystem (none given, and neither $QEMU_LD_PREFIX nor "
+                       "/usr/aarch64-linux-gnu holds it)",
                        binary, interp);
             return -1;
         }
         char path[PATH_MAX * 2];
-        snprintf(path, sizeof path, "%s/%s", sysroot, interp);
+        snprintf(path, sizeof path, "%s/%s", *sysroot, interp);
         if (access(path, R_OK) != 0) {
-            weft_error("%s: its loader %s is not in the sysroot %s", binary, interp, sysroot);
+            weft_error("%s: its loader %s is not in the sysroot %s", binary, interp, *sysroot);
             return -1;
         }
     }

@@ -479,10 +479,10 @@ static int check_build_id(const inject_ctx *c)
 
 /* Everything refused before any run: a missing program, an unwritable
  * report (rather than after every run has been made), another build. */
-static int check_before_running(const inject_ctx *c)
+static int check_before_running(inject_ctx *c)
 {
     const replay_inject_opts *o = c->o;
-    if (guest_check_binary(c->run.binary, c->run.sysroot))
+    if (guest_check_binary(c->run.binary, &c->run.sysroot))
         return -1;
     if (o->report && weft_check_output(o->report))
         return -1;

@@ -25,6 +25,7 @@
 
 /* In a child of a parallel round: its parent says it was interrupted. */
 static int in_round_child;
+static uint64_t round_child_seed;
 /* The SIGINT or SIGTERM that interrupted profiling, or 0. */
 static int profile_interrupted;
 /* Noted by profiling's own handler, in place from its start to its end:
@@ -52,6 +53,31 @@ static int profile_stopped(void)
 
 /* Run the guest under the tracer with these plugin args, stdout and stderr
  * into files STEM.stdout and STEM.stderr (as in replays). */
+/* The dynamic loader's complaint in the run's stderr (exit status 127): the
+ * program never ran, and every seed would fail the same way, which is no
+ * bug to report. 1 (said in one line), or 0. */
+static int loader_failed(const replay_config *c, const guest_result *r, const char *errf)
+{
+    if (r->end != GUEST_EXITED || r->status != 127)
+        return 0;
+    FILE *f = fopen(errf, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int found = 0;
+    while (f && !found && getline(&line, &cap, f) > 0)
+        found = strstr(line, "error while loading shared libraries") != NULL;
+    /* Every run of a round fails alike: the first says it. */
+    if (found && (!in_round_child || round_child_seed == 0)) {
+        line[strcspn(line, "\n")] = 0;
+        weft_error("%s (--sysroot %s: give a root with the program's libraries)", line,
+                   c->run.sysroot ? c->run.sysroot : "none");
+    }
+    free(line);
+    if (f)
+        fclose(f);
+    return found;
+}
+
 static int profile_run(const replay_config *c, const char *args, const char *trace,
                        const char *stem, int leave_spool, guest_result *r, uint32_t *flags)
 {
@@ -101,14 +127,16 @@ static int profile_run(const replay_config *c, const char *args, const char *tra
                    c->timeout);
         return -1;
     }
+    if (loader_failed(c, r, errf))
+        return -1;
     unlink(out);
     unlink(errf);
     return 0;
 }
 
-/* A run killed by a signal leaves no plugin record: count its schedule
- * points from the trace (syscalls, atomics, and the plain accesses that are
- * points), and its threads. */
+/* A run that left neither the plugin's record nor its policy's counts
+ * (killed at the time limit): count its schedule points from the trace (syscalls, atomics, and the
+ * plain accesses that are points), and its threads. */
 static int estimate_steps(const replay_config *c, const char *trace, uint64_t *steps,
                           uint64_t *threads)
 {
@@ -316,6 +344,7 @@ static pid_t round_start(const replay_config *c, uint64_t s, const char *stem, c
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         in_round_child = 1;
+        round_child_seed = s;
         close(pfd[0]);
         run_counts rc;
         profile_counts(c, s, stem, trace, how, &rc);

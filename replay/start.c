@@ -150,7 +150,7 @@ int replay_start(replay_config *c, const char *out, replay_shard *sh)
 {
     int rc;
     /* The program first: a bad one leaves no output folder behind. */
-    if (guest_check_binary(c->run.binary, c->run.sysroot))
+    if (guest_check_binary(c->run.binary, &c->run.sysroot))
         return WEFT_EXIT_FAIL;
     warn_no_debug_info(c);
     if (weft_mkdirs(out) || !realpath(out, c->out_dir))

@@ -38,8 +38,17 @@ expect_bad "x86-64 ELF" "ELF for x86-64, weft runs AArch64 programs" /bin/true
 cat >"$work/dyn.c" <<'C'
 int main(void) { return 0; }
 C
-if aarch64-linux-gnu-gcc -o "$work/dyn" "$work/dyn.c" 2>/dev/null; then
-  expect_bad "dynamic without sysroot" "dynamically linked (needs /lib/ld-linux-aarch64.so.1): pass --sysroot" "$work/dyn"
+# A dynamic program without --sysroot runs with Debian's cross root (what
+# aarch64-linux-gnu-gcc linked it against); one whose loader no root has is
+# refused.
+if aarch64-linux-gnu-gcc -o "$work/dyn" "$work/dyn.c" 2>/dev/null &&
+  aarch64-linux-gnu-gcc -Wl,--dynamic-linker=/lib/ld-weft-none.so.1 -o "$work/dyn_none" "$work/dyn.c" 2>/dev/null; then
+  run_status st "$WEFT" trace -q -o "$work/dyn.wtr" -- "$work/dyn" 2>"$work/err"
+  check "dynamic without sysroot: runs with the cross root (status $st)" test "$st" = 0
+  check "dynamic without sysroot: says which root" \
+    grep -q "dyn is dynamically linked: its libraries from /usr/aarch64-linux-gnu" "$work/err"
+  QEMU_LD_PREFIX="$work/nowhere" expect_bad "dynamic, no root holds the loader" \
+    "dynamically linked (needs /lib/ld-weft-none.so.1): pass --sysroot" "$work/dyn_none"
   mkdir -p "$work/emptyroot"
   run_status st "$WEFT" trace --sysroot "$work/emptyroot" -o "$work/x.wtr" -- "$work/dyn" 2>"$work/err"
   check "dynamic with a sysroot lacking the loader" grep -q "is not in the sysroot" "$work/err"

@@ -75,9 +75,22 @@ expect "program: not an ELF" 1 "weft: text: not an ELF executable" "$WEFT" trace
 expect "program: x86-64" 1 "weft: x86: ELF for x86-64, weft runs AArch64 programs" \
   "$WEFT" trace -o x.wtr -- x86
 printf 'int main(void) { return 0; }\n' >dyn.c
-if aarch64-linux-gnu-gcc -o dyn dyn.c 2>/dev/null; then
-  expect "program: dynamic, no sysroot" 1 "weft: dyn: dynamically linked (needs /lib/ld-linux-aarch64.so.1): pass --sysroot DIR holding an AArch64 root filesystem" \
-    "$WEFT" trace -o x.wtr -- dyn
+if aarch64-linux-gnu-gcc -o dyn dyn.c 2>/dev/null &&
+  aarch64-linux-gnu-gcc -Wl,--dynamic-linker=/lib/ld-weft-none.so.1 -o dyn_none dyn.c 2>/dev/null; then
+  expect "program: dynamic, no root holds its loader" 1 "weft: dyn_none: dynamically linked (needs /lib/ld-weft-none.so.1): pass --sysroot DIR holding an AArch64 root filesystem (none given, and neither \$QEMU_LD_PREFIX nor /usr/aarch64-linux-gnu holds it)" \
+    "$WEFT" trace -o x.wtr -- dyn_none
+  # Its loader is in the default root, a library it needs is not.
+  printf 'int weft_none(void) { return 0; }\n' >libnone.c
+  printf 'int weft_none(void);\nint main(void) { return weft_none(); }\n' >needs.c
+  if aarch64-linux-gnu-gcc -shared -fPIC -o libweftnone.so libnone.c 2>/dev/null &&
+    aarch64-linux-gnu-gcc -o needs needs.c -L. -lweftnone 2>/dev/null; then
+    among=1 expect_as "weft: PROG: error while loading shared libraries: libz.so.1: cannot open shared object file: No such file or directory (--sysroot ROOT: give a root with the program's libraries)" \
+      "program: a library not in the root" 1 \
+      "weft: needs: error while loading shared libraries: libweftnone.so: cannot open shared object file: No such file or directory (--sysroot /usr/aarch64-linux-gnu: give a root with the program's libraries)" \
+      "$WEFT" replay --runs 2 -o noroot -- needs
+  else
+    fail "program: a library not in the root: the cross compiler failed"
+  fi
   expect "program: dynamic, no loader in the sysroot" 1 \
     "weft: dyn: its loader /lib/ld-linux-aarch64.so.1 is not in the sysroot emptyroot" \
     "$WEFT" trace --sysroot emptyroot -o x.wtr -- dyn

@@ -77,9 +77,12 @@ typedef struct guest_result {
 } guest_result;
 
 /* Check that the binary exists and is an AArch64 ELF executable that qemu
- * can run (static, or dynamic with a sysroot holding its loader). Prints one
- * line and returns -1 if not. */
-int guest_check_binary(const char *binary, const char *sysroot);
+ * can run (static, or dynamic with a sysroot holding its loader). A dynamic
+ * one without *sysroot gets the first root that holds its loader of
+ * $QEMU_LD_PREFIX and /usr/aarch64-linux-gnu (Debian's cross-compilation
+ * root, which aarch64-linux-gnu-gcc links against), said on stderr. Prints
+ * one line and returns -1 if not. */
+int guest_check_binary(const char *binary, const char **sysroot);
 /* Run qemu-aarch64 on the guest in its own process group, killing the group
  * with SIGKILL at the time limit or when weft gets SIGINT/SIGTERM. */
 int guest_run_qemu(const guest_run *run, guest_result *res);
