@@ -5,10 +5,12 @@
 #include "platform_state.h"
 
 #include <fcntl.h>
+#include <mutex>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,18 +28,83 @@ uint64_t now_ns()
 // Plain open/read rather than stdio: fopen allocates, and a prober holding
 // the allocator's lock while preempted would put the probed thread to sleep
 // on it ('S'), which must not look like a thread parked in qemu.
-char host_thread_state(int tid)
+// Each thread's stat file stays open once opened, at a descriptor near the
+// top of the table, out of the guest's way: opening and closing it at each
+// probe was half of what probing cost (a random schedule probes at most of
+// its switches), and the descriptor it held for the moment could be the
+// number a guest's open wanted then. pread at offset 0 makes /proc write
+// the file again. A kept descriptor must still be that thread's: its stat
+// begins with the tid (a guest may close a descriptor it never opened and
+// reuse the number), and a forked child starts with none.
+namespace
 {
-    char path[64], buf[512];
+struct TaskStat {
+    int tid = 0, fd = -1;
+};
+std::mutex task_mu;
+TaskStat task_stat[256];
+pid_t task_pid;
+
+int open_task_stat(int tid)
+{
+    char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
+        return -1;
+    // Within the table weft's launcher grew before qemu had threads (its
+    // stderr copy sits at the top, guest.c): past it, a multithreaded
+    // process's table grows only after an RCU grace period, milliseconds.
+    rlimit rl;
+    long top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1024 ? long(rl.rlim_cur) : 1024;
+    int high = top >= 256 ? fcntl(fd, F_DUPFD_CLOEXEC, int(top - 64)) : -1;
+    if (high >= 0 && high < top - 4) {
+        close(fd);
+        fd = high;
+    } else if (high >= 0) {
+        close(high);
+    }
+    return fd;
+}
+
+// The stat of tid into buf (NUL-terminated); its length, or -1.
+ssize_t read_task_stat(int tid, char *buf, size_t len)
+{
+    std::lock_guard<std::mutex> g(task_mu);
+    if (task_pid != getpid()) {
+        for (TaskStat &t : task_stat)
+            t = TaskStat(); // the parent's descriptors: left to it
+        task_pid = getpid();
+    }
+    TaskStat &t = task_stat[unsigned(tid) % 256];
+    char want[24];
+    int wl = snprintf(want, sizeof want, "%d (", tid);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (t.tid != tid || t.fd < 0 || attempt) {
+            if (t.fd >= 0 && t.tid)
+                close(t.fd);
+            t.tid = tid;
+            t.fd = open_task_stat(tid);
+            if (t.fd < 0)
+                return -1;
+        }
+        ssize_t n = pread(t.fd, buf, len - 1, 0);
+        if (n > wl && !memcmp(buf, want, size_t(wl))) {
+            buf[n] = 0;
+            return n;
+        }
+    }
+    close(t.fd);
+    t = TaskStat();
+    return -1;
+}
+} // namespace
+
+char host_thread_state(int tid)
+{
+    char buf[512];
+    if (read_task_stat(tid, buf, sizeof buf) <= 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
     char *paren = strrchr(buf, ')');
     if (!paren || paren[1] != ' ')
         return 0;

@@ -477,6 +477,28 @@ static void read_facts(seed_run *sr)
     }
 }
 
+/* The switch log ends at its first NUL: the plugin appends it through a
+ * mapping grown a window at a time, and never cuts the window's zeros. */
+static void trim_switch_log(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[65536];
+    off_t at = 0;
+    ssize_t n;
+    while ((n = pread(fd, buf, sizeof buf, at)) > 0) {
+        const char *z = memchr(buf, 0, (size_t)n);
+        if (z) {
+            if (ftruncate(fd, at + (z - buf)) != 0)
+                weft_error("%s: %s", path, strerror(errno));
+            break;
+        }
+        at += n;
+    }
+    close(fd);
+}
+
 /* --save-trace: a failing run's (or the --seed run's) files, kept for weft
  * info, --explain and --minimize. */
 static void keep_files(const replay_config *c, seed_run *sr)
@@ -490,8 +512,10 @@ static void keep_files(const replay_config *c, seed_run *sr)
      * the oldest switches: the whole log, as it went; a dead run's
      * counts too, for --explain's step count. */
     if (!sr->record || replay_record_died(sr->record) ||
-        json_integer_value(json_object_get(sr->record, "switches_dropped")) > 0)
+        json_integer_value(json_object_get(sr->record, "switches_dropped")) > 0) {
+        trim_switch_log(f->switches);
         keep(f->switches, c, sr->seed, "switches.jsonl", NULL, 0);
+    }
     if (replay_record_died(sr->record)) {
         char st[PATH_MAX + 80];
         snprintf(st, sizeof st, "%s.status", f->record);

@@ -178,13 +178,60 @@ static void where(int pe, uint64_t *pc, uint64_t *seq)
         *seq += v->nbuf;
 }
 
+/* The switch log is appended through a shared mapping of its file, grown
+ * a window at a time: a write per switch was a tenth of a random
+ * schedule's cost, and a buffer in memory would die with a guest killed by
+ * a signal, and with it the switches that led there. Blocks are allocated
+ * before they are mapped, so a full disk stops the log (the record still
+ * has its last switches) where a store would have raised SIGBUS. The file
+ * keeps the window's zeros after its last line (a thread may still log a
+ * switch while the plugin writes its record, so it is never cut here):
+ * readers stop at them, and weft trims a log it keeps. */
+#define SWITCHLOG_WINDOW ((size_t)1 << 18)
+static struct {
+    char *map;
+    size_t len, used;
+} slog;
+
+static void switchlog_stop(void)
+{
+    sched_state *s = &g_plugin.sched;
+    if (slog.map)
+        munmap(slog.map, slog.len);
+    if (s->switchlog_fd >= 0)
+        close(s->switchlog_fd);
+    memset(&slog, 0, sizeof slog);
+    s->switchlog_fd = -1;
+}
+
+static void switchlog_put(const char *line, size_t n)
+{
+    int fd = g_plugin.sched.switchlog_fd;
+    if (fd < 0)
+        return;
+    if (slog.used + n > slog.len) {
+        size_t len = slog.len + SWITCHLOG_WINDOW;
+        void *m = MAP_FAILED;
+        if (posix_fallocate(fd, 0, (off_t)len) == 0)
+            m = slog.map ? mremap(slog.map, slog.len, len, MREMAP_MAYMOVE)
+                         : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED) {
+            switchlog_stop();
+            return;
+        }
+        slog.map = m;
+        slog.len = len;
+    }
+    memcpy(slog.map + slog.used, line, n);
+    slog.used += n;
+}
+
 /* The switch as one JSON line of the switch-log file, the record's keys.
  * Formatted by hand into a buffer on the stack: this runs under the
  * platform's lock, where nothing may allocate. */
 static void append_switch(const sched_switch *w)
 {
-    int fd = g_plugin.sched.switchlog_fd;
-    if (fd < 0)
+    if (g_plugin.sched.switchlog_fd < 0)
         return;
     char line[768];
     int n = snprintf(line, sizeof line,
@@ -200,8 +247,8 @@ static void append_switch(const sched_switch *w)
     n += snprintf(line + n, sizeof line - (size_t)n, "]%s%s}\n",
                   w->timeout ? ",\"timeout\":true" : "",
                   w->timed_wait ? ",\"timed_wait\":true" : "");
-    if (n > 0 && n < (int)sizeof line && write(fd, line, (size_t)n) != n)
-        g_plugin.sched.switchlog_fd = -1; /* a full disk: the record still has the log */
+    if (n > 0 && n < (int)sizeof line)
+        switchlog_put(line, (size_t)n);
 }
 
 /* The switch-log file's first line: what the record would say of the run
@@ -209,11 +256,14 @@ static void append_switch(const sched_switch *w)
 static int open_switchlog(char *err, size_t errlen)
 {
     sched_state *s = &g_plugin.sched;
+    /* A fork server's child: the mapping and descriptor are the server's. */
+    if (slog.map)
+        munmap(slog.map, slog.len);
+    memset(&slog, 0, sizeof slog);
     s->switchlog_fd = -1;
     if (!s->switchlog_path)
         return 0;
-    s->switchlog_fd =
-        open(s->switchlog_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+    s->switchlog_fd = open(s->switchlog_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (s->switchlog_fd < 0) {
         snprintf(err, errlen, "%s: %s", s->switchlog_path, strerror(errno));
         return -1;
@@ -228,8 +278,9 @@ static int open_switchlog(char *err, size_t errlen)
     for (size_t i = 0; i < ncp && i < 16; i++)
         n += snprintf(line + n, sizeof line - (size_t)n, "%s%" PRIu64, i ? "," : "", cps[i]);
     n += snprintf(line + n, sizeof line - (size_t)n, "]}\n");
-    if (write(s->switchlog_fd, line, (size_t)n) != n) {
-        snprintf(err, errlen, "%s: %s", s->switchlog_path, strerror(errno));
+    switchlog_put(line, (size_t)n);
+    if (s->switchlog_fd < 0) {
+        snprintf(err, errlen, "%s: cannot write (disk full?)", s->switchlog_path);
         return -1;
     }
     return 0;

@@ -65,6 +65,11 @@ check "weft explain: a seed not kept is one line, exit 1" test "$st" = 1
 replay "$work/segv" --sched pct --seed 1 --explain -- "$WEFT_FIXTURES/fail_segv"
 check "fail_segv --explain: a crash (status $st)" test "$st" = 10
 check "fail_segv: its switch log kept as it went" test -s "$work/segv/traces/seed-1.switches.jsonl"
+# The plugin appends it through a mapping grown a window at a time: the
+# kept log ends at its last line, without the window's zeros.
+check "fail_segv: its switch log ends at its last line" \
+  test "$(tr -d '\000' <"$work/segv/traces/seed-1.switches.jsonl" | wc -c)" = "$(wc -c <"$work/segv/traces/seed-1.switches.jsonl")"
+check "fail_segv: every line of it is JSON" jq -e . "$work/segv/traces/seed-1.switches.jsonl"
 check "fail_segv: explained from it" grep -q "the run died before the plugin wrote its record" "$work/segv.log"
 check "fail_segv: with the counts its policy kept" grep -q "the counts its policy kept" "$work/segv.log"
 check "fail_segv: kept beside it" test -s "$work/segv/traces/seed-1.status"
