@@ -274,6 +274,31 @@ static void pass_fds(const guest_fd *fds, size_t n)
     }
 }
 
+/* Where weft's stdin began, when it is a regular file (-1 otherwise),
+ * noted as weft starts: each qemu reads its own copy from there. Sharing
+ * weft's open file description, the first run (a profiling run) read the
+ * input to its end and every later run found nothing. */
+static off_t stdin_start = -1;
+__attribute__((constructor)) static void note_stdin_start(void)
+{
+    struct stat st;
+    if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode))
+        stdin_start = lseek(STDIN_FILENO, 0, SEEK_CUR);
+}
+
+int guest_stdin_copy(void)
+{
+    if (stdin_start < 0)
+        return -1;
+    int mode = fcntl(STDIN_FILENO, F_GETFL);
+    int fd = open("/proc/self/fd/0", (mode >= 0 ? mode & O_ACCMODE : O_RDONLY) | O_CLOEXEC);
+    if (fd >= 0 && lseek(fd, stdin_start, SEEK_SET) < 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 int guest_fd_top(void)
 {
     struct rlimit rl;
@@ -347,6 +372,14 @@ int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid
                  ? dup2(STDOUT_FILENO, STDERR_FILENO) < 0 /* 2>&1: one stream, in order */
                  : capture(run->capture_err, STDERR_FILENO)))
             _exit(127);
+        int own_in = -1;
+        for (size_t i = 0; i < nfds; i++)
+            own_in |= fds[i].to == STDIN_FILENO ? 0 : -1;
+        if (own_in < 0) { /* the caller did not choose its stdin: its own copy */
+            int in = guest_stdin_copy();
+            if (in >= 0 && (dup2(in, STDIN_FILENO) < 0 || close(in) != 0))
+                _exit(127);
+        }
         pass_fds(fds, nfds);
         if (run->plugin_args && dup2(STDERR_FILENO, stderr_copy_fd()) < 0)
             _exit(127);

@@ -233,23 +233,6 @@ static int server_fd(int which)
     return guest_fd_top() - 2 + which;
 }
 
-/* A regular stdin: each server reads its own from where weft's is, as its
- * children read theirs from where the server was at the fork. -1: no file
- * to hand on (stdin is shared as it is). */
-static int own_stdin(void)
-{
-    struct stat st;
-    if (fstat(0, &st) != 0 || !S_ISREG(st.st_mode))
-        return -1;
-    int mode = fcntl(0, F_GETFL);
-    int fd = open("/proc/self/fd/0", (mode >= 0 ? mode & O_ACCMODE : O_RDONLY) | O_CLOEXEC);
-    if (fd >= 0 && lseek(fd, lseek(0, 0, SEEK_CUR), SEEK_SET) < 0) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
-}
-
 static int start_failed(char *why, size_t whylen)
 {
     snprintf(why, whylen, "could not get a fork server started (%s)", strerror(errno));
@@ -273,7 +256,7 @@ static int server_spawn(replay_server *s, const replay_config *c, const char *ar
     run.plugin_args = args;
     run.capture_out = out;
     run.capture_err = err;
-    guest_fd fds[3] = {{req[0], server_fd(0)}, {resp[1], server_fd(1)}, {own_stdin(), 0}};
+    guest_fd fds[3] = {{req[0], server_fd(0)}, {resp[1], server_fd(1)}, {guest_stdin_copy(), 0}};
     pid_t pid;
     int rc = guest_spawn_qemu(&run, fds, fds[2].from >= 0 ? 3 : 2, &pid);
     close(req[0]);

@@ -138,6 +138,18 @@ if aarch64-linux-gnu-gcc -static -pthread -O1 -o "$work/probe" "$work/probe.c" 2
     check "probe seed $s: stderr has the prefix's line" \
       grep -qx "err before" "$work/probe-run/traces/seed-$s.stderr"
   done
+  # Profiled first (its runs read stdin too), with the server and without:
+  # every run reads the whole input, whatever the runs before it read.
+  for how in server plain; do
+    extra=()
+    [ "$how" = plain ] && extra=(--no-fork-server)
+    run_status st "$WEFT" replay --sched pct --depth 2 --points none --runs 3 --jobs 2 "${extra[@]}" \
+      --save-trace --output "$work/probe-$how" -- "$work/probe" <"$work/stdin" >"$work/probe-$how.log" 2>&1
+    for s in 1 2 3; do
+      check "probe, profiled, $how, seed $s: the whole input" \
+        cmp "$work/probe-$how/traces/seed-$s.stdout" "$work/want.out"
+    done
+  done
 else
   fail "probe: the cross compiler failed: $(head -3 "$work/cc.log")"
 fi

@@ -100,6 +100,10 @@ typedef struct guest_fd {
  * It keeps 0, 1, 2 (or the run's capture files) and `fds`, no other fd of
  * weft's. 0 with *pid, or -1 after one line. */
 int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid_t *pid);
+/* weft's stdin, when it is a regular file, as a descriptor of its own at
+ * the offset weft started with (every qemu not given another fd 0 gets
+ * one: each run reads the same input); -1 otherwise. */
+int guest_stdin_copy(void);
 /* One past the highest fd qemu's helpers take (the soft RLIMIT_NOFILE, at
  * most 1024): weft's own fds for qemu sit just below it, so that the
  * guest's files get the numbers they get in a plain qemu. guest_spawn_qemu
