@@ -299,6 +299,27 @@ int guest_stdin_copy(void)
     return fd;
 }
 
+int guest_loader_failed(const guest_run *run, const guest_result *r, const char *errf, int quiet)
+{
+    if (r->end != GUEST_EXITED || r->status != 127)
+        return 0;
+    FILE *f = fopen(errf, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int found = 0;
+    while (f && !found && getline(&line, &cap, f) > 0)
+        found = strstr(line, "error while loading shared libraries") != NULL;
+    if (found && !quiet) {
+        line[strcspn(line, "\n")] = 0;
+        weft_error("%s (--sysroot %s: give a root with the program's libraries)", line,
+                   run->sysroot ? run->sysroot : "none");
+    }
+    free(line);
+    if (f)
+        fclose(f);
+    return found;
+}
+
 int guest_fd_top(void)
 {
     struct rlimit rl;

@@ -58,24 +58,8 @@ static int profile_stopped(void)
  * bug to report. 1 (said in one line), or 0. */
 static int loader_failed(const replay_config *c, const guest_result *r, const char *errf)
 {
-    if (r->end != GUEST_EXITED || r->status != 127)
-        return 0;
-    FILE *f = fopen(errf, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    int found = 0;
-    while (f && !found && getline(&line, &cap, f) > 0)
-        found = strstr(line, "error while loading shared libraries") != NULL;
     /* Every run of a round fails alike: the first says it. */
-    if (found && (!in_round_child || round_child_seed == 0)) {
-        line[strcspn(line, "\n")] = 0;
-        weft_error("%s (--sysroot %s: give a root with the program's libraries)", line,
-                   c->run.sysroot ? c->run.sysroot : "none");
-    }
-    free(line);
-    if (f)
-        fclose(f);
-    return found;
+    return guest_loader_failed(&c->run, r, errf, in_round_child && round_child_seed != 0);
 }
 
 static int profile_run(const replay_config *c, const char *args, const char *trace,
@@ -127,8 +111,11 @@ static int profile_run(const replay_config *c, const char *args, const char *tra
                    c->timeout);
         return -1;
     }
-    if (loader_failed(c, r, errf))
+    if (loader_failed(c, r, errf)) { /* said in full: nothing to look at */
+        unlink(out);
+        unlink(errf);
         return -1;
+    }
     unlink(out);
     unlink(errf);
     return 0;
@@ -255,8 +242,11 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
      * its trace is kept, or weft races reads it): salvaging it into a
      * trace, then reading that, was most of a real program's learning. */
     int leave = (how & ROUND_LEARN) && !c->save_trace && !c->race_points;
-    if (profile_run(c, args, trace, stem, leave, &r, &flags))
+    if (profile_run(c, args, trace, stem, leave, &r, &flags)) {
+        unlink(record);
+        replay_record_remove_status(record);
         return;
+    }
     /* Stopped at the limit: its counts are not a whole run's, and its
      * status (124) is weft's, not the program's. */
     out->capped = (how & ROUND_LEARN) && (flags & WEFT_TRACE_STOPPED);

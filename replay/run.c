@@ -608,6 +608,11 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
                    last[0] ? last : "(no message)");
         return -1;
     }
+    /* --steps and --threads skip profiling, which would have said it. */
+    if (guest_loader_failed(&c->run, &sr.r, sr.files.err, 0)) {
+        seed_files_remove(&sr.files);
+        return -1;
+    }
     judge(c, &sr);
     read_facts(&sr);
     if ((sr.v != REPLAY_PASS || c->seed_given) && c->save_trace)

@@ -61,4 +61,12 @@ check "replay without --sysroot: exit 1 (got $st)" test "$st" = 1
 check "replay without --sysroot: says the loader failed, once" \
   test "$(grep -c "pigz: error while loading shared libraries: libz.so.1: .*(--sysroot /usr/aarch64-linux-gnu: give a root with the program's libraries)" "$work/noroot.log")" = 1
 check "replay without --sysroot: no campaign ran" test ! -e "$work/noroot/runs.jsonl"
+check "replay without --sysroot: no profiling files left" test -z "$(find "$work/noroot" -type f)"
+# Without profiling (--steps, --threads, --points none) the first run says it.
+run_status st "$WEFT" replay --runs 4 --steps 10 --threads 2 --points none -o "$work/noroot2" \
+  -- "$pigz" -c "$work/in.txt" </dev/null >"$work/noroot2.log" 2>&1
+check "replay without profiling: exit 1 (got $st)" test "$st" = 1
+check "replay without profiling: says the loader failed" \
+  grep -q "pigz: error while loading shared libraries: libz.so.1" "$work/noroot2.log"
+check "replay without profiling: no run judged" test ! -s "$work/noroot2/runs.jsonl"
 finish

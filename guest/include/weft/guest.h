@@ -100,6 +100,11 @@ typedef struct guest_fd {
  * It keeps 0, 1, 2 (or the run's capture files) and `fds`, no other fd of
  * weft's. 0 with *pid, or -1 after one line. */
 int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid_t *pid);
+/* Did the dynamic loader fail to load the program (exit status 127 and its
+ * complaint in the run's stderr file errf)? Then no run of it says anything
+ * of the program: 1, and unless quiet the complaint in one line, with the
+ * sysroot to fix; else 0. */
+int guest_loader_failed(const guest_run *run, const guest_result *r, const char *errf, int quiet);
 /* weft's stdin, when it is a regular file, as a descriptor of its own at
  * the offset weft started with (every qemu not given another fd 0 gets
  * one: each run reads the same input); -1 otherwise. */
