@@ -78,13 +78,16 @@ static const char *stdin_unsuitable(void)
     /* The way out is the user's: weft cannot tell whether the program reads
      * stdin, nor wait for a pipe's end that may never come. */
     if (S_ISFIFO(st.st_mode))
-        return "has a pipe as stdin (a fork server's children would share it; run weft with "
-               "stdin from a file or </dev/null for the server)";
+        return "has a pipe as stdin, which every run shares: the first to read takes what it "
+               "holds, the others what is left (give the input as a file, <FILE, for every run "
+               "to read it all, or </dev/null; either lets a fork server serve)";
     if (S_ISSOCK(st.st_mode))
-        return "has a socket as stdin (a fork server's children would share it; run weft with "
-               "stdin from a file or </dev/null for the server)";
-    return "has neither a file nor a device as stdin (a fork server's children would share it; "
-           "run weft with stdin from a file or </dev/null for the server)";
+        return "has a socket as stdin, which every run shares: the first to read takes what it "
+               "holds, the others what is left (give the input as a file, <FILE, for every run "
+               "to read it all, or </dev/null; either lets a fork server serve)";
+    return "has neither a file nor a device as stdin, which every run shares (give the input "
+           "as a file, <FILE, for every run to read it all, or </dev/null; either lets a fork "
+           "server serve)";
 }
 
 replay_pool *replay_pool_create(const replay_config *c)
