@@ -123,6 +123,13 @@ struct weft_platform {
     std::unique_ptr<weft::Top> top;
     std::atomic<uint64_t> gates{0}, gate_waits{0}, escapes{0}, kernel_steps{0}, released{0};
     std::atomic<uint64_t> exclusive_yields{0};
+    // A holder's fork: qemu copies itself in an exclusive section, which
+    // waits for every vCPU in guest code. Waiters leave qemu's running set
+    // instead of their block (weft_platform_set_cpu_hooks), parked_out of
+    // them until the fork is done.
+    int (*leave_cpu)(void) = nullptr;
+    void (*enter_cpu)(void) = nullptr;
+    std::atomic<int> parked_out{0}, fork_waits{0};
     std::atomic<uint64_t> late{0}; // gates passed behind the kernel's time (not replaying)
     uint64_t deadlock_seen = 0;
     // Bumped (and futex-woken) when no thread is left running but some wait

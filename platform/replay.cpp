@@ -328,20 +328,46 @@ weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
     unsigned rounds = 0, spins = 0;
     Slot &s = slots[pe];
     uint64_t seen_bound = ~0ull, seen_progress = ~0ull, since = now_ns();
+    // For a holder's fork: 1 out of qemu's running set (the hooks), 2 not
+    // in guest code anyway (a syscall's gate); either way no escape is
+    // needed, until the fork is done or this PE goes on.
+    int out = 0;
+    auto back_in = [&] {
+        if (out == 1) {
+            enter_cpu();
+            parked_out.fetch_sub(1);
+        }
+        out = 0;
+    };
     for (;;) {
         if (s.granted.exchange(0)) {
+            back_in();
             std::lock_guard<std::mutex> g(mu);
             *resume = s.grant_at;
             return WEFT_GATE_OK;
         }
-        if (exiting.load())
+        if (exiting.load()) {
+            back_in();
             return WEFT_GATE_EXITING;
+        }
         int h = host_parallel ? stuck_token_holder(pe) : holder.load();
+        bool forking = h >= 0 && h != pe && slots[h].forking.load();
+        if (forking && !out && !host_parallel && leave_cpu && enter_cpu) {
+            parked_out.fetch_add(1); // before: the holder must not go on without it
+            out = leave_cpu() ? 1 : 2;
+            if (out == 1)
+                fork_waits++;
+            else
+                parked_out.fetch_sub(1);
+        } else if (out && !forking) {
+            back_in();
+            since = now_ns(); // the fork's time was no stall of this PE's
+        }
         if (h >= 0) {
             int st = slots[h].state.load();
             if (st == FUTEX_ENTERING || st == EXITING)
                 probe(h);
-            else if (++rounds % 4 == 0 && h != pe && holder_stuck_in_qemu(h)) {
+            else if (!out && ++rounds % 4 == 0 && h != pe && holder_stuck_in_qemu(h)) {
                 // Leave guest code so qemu can finish; this PE waits again at
                 // its next block, having run at most the rest of this one.
                 exclusive_yields++;
@@ -356,7 +382,7 @@ weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
             seen_bound = b;
             seen_progress = pr;
             since = t;
-        } else if (t - since > uint64_t(cfg.stall_ms) * 1000000ull) {
+        } else if (!out && t - since > uint64_t(cfg.stall_ms) * 1000000ull) {
             escapes++;
             *resume = s.bound.load();
             return WEFT_GATE_ESCAPED;
@@ -479,6 +505,25 @@ void weft_platform_busy(weft_platform *p, int pe, int delta)
 void weft_platform_forking(weft_platform *p, int pe, int on)
 {
     p->slots[pe].forking.store(on);
+    if (on)
+        return;
+    // Every waiter that left qemu's running set for the fork is back in it
+    // before the holder goes on: another exclusive section (a translation
+    // flush) must wait for them, as they are parked inside a block.
+    p->release_all_waiters();
+    for (unsigned i = 0; p->parked_out.load() > 0 && i < 1000000; i++)
+        sched_yield();
+}
+
+void weft_platform_set_cpu_hooks(weft_platform *p, int (*leave)(void), void (*enter)(void))
+{
+    p->leave_cpu = leave;
+    p->enter_cpu = enter;
+}
+
+uint64_t weft_platform_fork_waits(const weft_platform *p)
+{
+    return uint64_t(p->fork_waits.load());
 }
 
 // Three sightings each, since the last progress: a thread demoted once may

@@ -463,6 +463,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         fprintf(stderr, "weft-tracer: %s\n", g_plugin.platform ? "out of memory" : err);
         return -1;
     }
+    plugin_fork_hooks_setup();
     if (g_plugin.cfg.inject &&
         inject_load(g_plugin.cfg.inject, g_plugin.cfg.max_pes, err, sizeof err)) {
         fprintf(stderr, "weft-tracer: %s\n", err);

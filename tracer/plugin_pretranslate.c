@@ -92,7 +92,7 @@ static struct {
 static __thread void **current_cpu_slot;
 
 /* qemu's current_cpu is thread-local: dlsym gives this thread's. */
-static void *current_cpu(void)
+void *plugin_current_cpu(void)
 {
     if (!current_cpu_slot)
         current_cpu_slot = dlsym(RTLD_DEFAULT, "current_cpu");
@@ -174,7 +174,7 @@ static void setup(struct qemu_plugin_tb *tb)
     pt.lock = (void_fn)dlsym(RTLD_DEFAULT, "mmap_lock");
     pt.unlock = (void_fn)dlsym(RTLD_DEFAULT, "mmap_unlock");
     pt.get_cpu = (qemu_get_cpu_fn)dlsym(RTLD_DEFAULT, "qemu_get_cpu");
-    void *cpu = current_cpu();
+    void *cpu = plugin_current_cpu();
     if (!pt.get_state || !pt.cflags || !pt.gen || !pt.page_flags || !pt.code_size ||
         !pt.code_capacity || !pt.lock || !pt.unlock || !pt.get_cpu || !cpu)
         return;
@@ -212,7 +212,7 @@ void pretranslate_note(struct qemu_plugin_tb *tb, size_t n)
      * write while the server reads. */
     if (!s->child || !pt.on || !n || atomic_load(&g_plugin.forked_child))
         return;
-    void *cpu = current_cpu();
+    void *cpu = plugin_current_cpu();
     if (!cpu)
         return;
     void *env;

@@ -214,7 +214,7 @@ typedef struct sched_state {
     /* Every decision also appended to this file as it happens, one JSON
      * line each: a run that dies of a signal writes no record. */
     const char *switchlog_path;
-    int switchlog_fd; /* -1: none */
+    int switchlog_fd;   /* -1: none */
     pct_status *status; /* the record's .status file, mapped; or NULL */
 } sched_state;
 
@@ -553,6 +553,10 @@ void plugin_start_watchdog(void);
 void pretranslate_note(struct qemu_plugin_tb *tb, size_t n);
 /* The server, after a child exited: translate what it noted. */
 void pretranslate_absorb(void);
+/* qemu's CPUState of the calling vCPU thread (its thread-local current_cpu). */
+void *plugin_current_cpu(void);
+/* plugin_syscall.c: waiters leave qemu's running set for a holder's fork. */
+void plugin_fork_hooks_setup(void);
 
 /* plugin_parallel.c: qemu's parallel code from the first block on. */
 void plugin_parallel_note_api(int version);

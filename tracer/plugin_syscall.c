@@ -1,6 +1,7 @@
 /* System calls: the OS emulator's side of the plugin. Every syscall is a
  * synchronization point (gated in virtual-time order) costing zero time;
  * futex waits, thread creation and exit are modelled by the platform. */
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,45 @@ static void syscall_gate(vcpu_state *v, int64_t num, int pause)
         plugin_synced(v, resume);
     v->offset += resume - v->sys_cycles; /* held back by a replay policy */
     v->sys_cycles = resume;
+}
+
+/* A thread waiting at a gate while the holder forks leaves qemu's set of
+ * vCPUs in guest code, which the fork's exclusive section waits for, and
+ * comes back before the holder goes on (weft_platform_set_cpu_hooks): qemu
+ * 7.2 exports cpu_exec_end and cpu_exec_start, the calls its own cpu_loop
+ * brackets guest code with. Without them the waiter escapes, running the
+ * rest of its block out of the policy's order. WEFT_FORK_PARK=0: escape. */
+typedef void (*cpu_fn)(void *cpu);
+static cpu_fn exec_start, exec_end;
+/* In a syscall callback: outside guest code, where qemu's cpu_loop already
+ * ended the vCPU's turn. */
+static __thread int in_syscall_cb;
+
+static int leave_cpu(void)
+{
+    void *cpu = plugin_current_cpu();
+    if (!cpu || in_syscall_cb)
+        return 0;
+    exec_end(cpu);
+    return 1;
+}
+
+static void enter_cpu(void)
+{
+    void *cpu = plugin_current_cpu();
+    if (cpu)
+        exec_start(cpu);
+}
+
+void plugin_fork_hooks_setup(void)
+{
+    const char *e = getenv("WEFT_FORK_PARK");
+    if ((e && !strcmp(e, "0")) || plugin_qemu_api_version() != 1)
+        return;
+    exec_start = (cpu_fn)dlsym(RTLD_DEFAULT, "cpu_exec_start");
+    exec_end = (cpu_fn)dlsym(RTLD_DEFAULT, "cpu_exec_end");
+    if (exec_start && exec_end && dlsym(RTLD_DEFAULT, "current_cpu"))
+        weft_platform_set_cpu_hooks(g_plugin.platform, leave_cpu, enter_cpu);
 }
 
 /* fork (a clone of the process, not a thread): qemu copies itself inside
@@ -455,7 +495,9 @@ void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t 
     int pe = v->pe;
     plugin_inline_settle(v); /* the SVC's block may have been counted inline */
     weft_platform_busy(g_plugin.platform, pe, 1);
+    in_syscall_cb = 1;
     syscall_entry_bound(v, num, args);
+    in_syscall_cb = 0;
     weft_platform_busy(g_plugin.platform, pe, -1);
     plugin_inline_resync(v);
 }
@@ -469,7 +511,9 @@ void plugin_syscall_return(qemu_plugin_id_t id, unsigned int vcpu_idx, int64_t n
     int pe = v->pe;
     plugin_inline_resync(v); /* others may have run meanwhile: not its instructions */
     weft_platform_busy(g_plugin.platform, pe, 1);
+    in_syscall_cb = 1;
     syscall_return_bound(v, num, ret);
+    in_syscall_cb = 0;
     weft_platform_busy(g_plugin.platform, pe, -1);
     plugin_inline_resync(v);
 }

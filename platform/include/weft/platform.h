@@ -202,6 +202,17 @@ void weft_platform_describe_step(weft_platform *p, int pe, uint64_t exec_obj, in
 /* The PE is in a fork (on = 1) until it returns (on = 0): asleep then, it
  * may be in qemu's exclusive section although it is in a syscall. */
 void weft_platform_forking(weft_platform *p, int pe, int on);
+/* How a thread waiting at a gate leaves qemu's set of vCPUs running guest
+ * code and comes back (qemu's cpu_exec_end and cpu_exec_start on its own
+ * vCPU), so that a holder's fork, which waits for that set in an exclusive
+ * section, goes on while the waiters keep their places; without them a
+ * waiter escapes its gate for the fork, running the rest of its block out
+ * of the policy's order. Called on the waiting thread; leave returns 0 when
+ * the thread is not in guest code (a syscall's gate), and then left nothing. */
+void weft_platform_set_cpu_hooks(weft_platform *p, int (*leave)(void), void (*enter)(void));
+/* Waiters that left qemu's running set for a holder's fork (a count since
+ * the run began), for the plugin's statistics and tests. */
+uint64_t weft_platform_fork_waits(const weft_platform *p);
 
 /* ---- a fork server's children (tracer/plugin_server.c) ------------------- */
 
