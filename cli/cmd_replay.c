@@ -170,6 +170,10 @@ static const cli_option replay_options[] = {
      NULL},
     {"timeout", 't', "SEC", "kill a run after SEC s: verdict timeout (default 60)", CLI_U64,
      O(timeout), 1, 86400 * 7, NULL, NULL},
+    {"max-threads", 0, "N",
+     "threads a run may start over its life, each a processing element of\n"
+     "its own (default 512); a run that starts more stops the campaign",
+     CLI_U64, O(max_threads), 1, 65536, NULL, NULL},
     {"expect-exit", 0, "N", "the exit status of a passing run (default 0)", CLI_U64, O(expect_exit),
      0, 255, NULL, NULL},
     {"expect-output", 0, "FILE", "a passing run's stdout must equal FILE", CLI_CUSTOM, 0, 0, 0,

@@ -299,25 +299,49 @@ int guest_stdin_copy(void)
     return fd;
 }
 
-int guest_loader_failed(const guest_run *run, const guest_result *r, const char *errf, int quiet)
+/* The first line of file path that holds needle, into out: 1, or 0. */
+static int line_with(const char *path, const char *needle, char *out, size_t len)
 {
-    if (r->end != GUEST_EXITED || r->status != 127)
-        return 0;
-    FILE *f = fopen(errf, "r");
+    FILE *f = fopen(path, "r");
     char *line = NULL;
     size_t cap = 0;
     int found = 0;
     while (f && !found && getline(&line, &cap, f) > 0)
-        found = strstr(line, "error while loading shared libraries") != NULL;
-    if (found && !quiet) {
+        found = strstr(line, needle) != NULL;
+    if (found) {
         line[strcspn(line, "\n")] = 0;
-        weft_error("%s (--sysroot %s: give a root with the program's libraries)", line,
-                   run->sysroot ? run->sysroot : "none");
+        snprintf(out, len, "%s", line);
     }
     free(line);
     if (f)
         fclose(f);
     return found;
+}
+
+int guest_loader_failed(const guest_run *run, const guest_result *r, const char *errf, int quiet)
+{
+    char line[1024];
+    if (r->end != GUEST_EXITED || r->status != 127 ||
+        !line_with(errf, "error while loading shared libraries", line, sizeof line))
+        return 0;
+    if (!quiet)
+        weft_error("%s (--sysroot %s: give a root with the program's libraries)", line,
+                   run->sysroot ? run->sysroot : "none");
+    return 1;
+}
+
+int guest_too_many_threads(const guest_run *run, const char *errf, int quiet)
+{
+    char line[1024];
+    unsigned max;
+    if (!line_with(errf, " threads: raise --max-threads", line, sizeof line) ||
+        sscanf(line, "weft: more than %u threads", &max) != 1)
+        return 0;
+    if (!quiet)
+        weft_error("%s started more than %u threads in one run (each has a processing element "
+                   "of its own, never reused): give --max-threads %u (up to 65536)",
+                   run->binary, max, max * 4 < 65536 ? max * 4 : 65536);
+    return 1;
 }
 
 int guest_fd_top(void)

@@ -53,6 +53,8 @@ int replay_campaign_write(const replay_config *c, const replay_shard *sh)
         json_object_set_new(o, "real_sleeps", json_true());
     if (c->real_random)
         json_object_set_new(o, "real_random", json_true());
+    if (c->max_threads)
+        json_object_set_new(o, "max_threads", json_integer(c->max_threads));
     json_object_set_new(o, "k_source",
                         json_string(c->k_source[0] ? c->k_source
                                     : c->k_given   ? "--steps"

@@ -20,7 +20,7 @@
 static const char *const same_keys[] = {
     "policy",        "depth",      "radius",        "k",           "n",           "points",
     "pcs_count",     "starvation", "host_parallel", "real_sleeps", "real_random", "expect_exit",
-    "expect_output", "argv",       "timeout",       "sysroot",     "bound"};
+    "expect_output", "argv",       "timeout",       "sysroot",     "bound",       "max_threads"};
 
 typedef struct merge_dir {
     const char *path;

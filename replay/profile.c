@@ -111,7 +111,9 @@ static int profile_run(const replay_config *c, const char *args, const char *tra
                    c->timeout);
         return -1;
     }
-    if (loader_failed(c, r, errf)) { /* said in full: nothing to look at */
+    if (loader_failed(c, r, errf) ||
+        guest_too_many_threads(&c->run, errf, in_round_child && round_child_seed != 0)) {
+        /* said in full: nothing to look at */
         unlink(out);
         unlink(errf);
         return -1;

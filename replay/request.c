@@ -135,6 +135,7 @@ static void take_seeds(replay_request *r)
     c->jobs = (unsigned)r->jobs;
     c->timeout = (unsigned)r->timeout;
     c->expect_exit = (int)r->expect_exit;
+    c->max_threads = (unsigned)r->max_threads;
 }
 
 /* One run's options against a campaign's, in the order the command has

@@ -609,7 +609,8 @@ int replay_run_seed(const replay_config *c, uint64_t seed, const char *tmp_dir, 
         return -1;
     }
     /* --steps and --threads skip profiling, which would have said it. */
-    if (guest_loader_failed(&c->run, &sr.r, sr.files.err, 0)) {
+    if (guest_loader_failed(&c->run, &sr.r, sr.files.err, 0) ||
+        guest_too_many_threads(&c->run, sr.files.err, 0)) {
         seed_files_remove(&sr.files);
         return -1;
     }

@@ -84,6 +84,8 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
         n += snprintf(buf + n, len - (size_t)n, ",realsleep=1");
     if (c->real_random)
         n += snprintf(buf + n, len - (size_t)n, ",realrandom=1");
+    if (c->max_threads)
+        n += snprintf(buf + n, len - (size_t)n, ",maxpes=%u", c->max_threads);
     if (c->schedule_path[0])
         n += snprintf(buf + n, len - (size_t)n, ",schedule=%s", c->schedule_path);
     return n < (int)len ? 0 : -1;
@@ -146,6 +148,8 @@ void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size
         ADD(" --real-random");
     if (c->timeout != 60)
         ADD(" --timeout %u", c->timeout);
+    if (c->max_threads)
+        ADD(" --max-threads %u", c->max_threads);
     if (c->expect_exit != 0)
         ADD(" --expect-exit %d", c->expect_exit);
     if (c->expect_output) {

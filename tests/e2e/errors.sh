@@ -91,6 +91,16 @@ if aarch64-linux-gnu-gcc -o dyn dyn.c 2>/dev/null &&
   else
     fail "program: a library not in the root: the cross compiler failed"
   fi
+  # More threads over its life than processing elements.
+  printf '#include <pthread.h>\nstatic void *w(void *a) { return a; }\nint main(void) { for (int i = 0; i < 6; i++) { pthread_t t; pthread_create(&t, 0, w, 0); pthread_join(t, 0); } return 0; }\n' >churn.c
+  if aarch64-linux-gnu-gcc -static -pthread -o churn churn.c 2>/dev/null; then
+    among=1 expect_as "weft: PROG started more than 512 threads in one run (each has a processing element of its own, never reused): give --max-threads 2048 (up to 65536)" \
+      "program: more threads than --max-threads" 1 \
+      "weft: churn started more than 4 threads in one run (each has a processing element of its own, never reused): give --max-threads 16 (up to 65536)" \
+      "$WEFT" replay --runs 2 --max-threads 4 -o churned -- churn
+  else
+    fail "program: more threads than --max-threads: the cross compiler failed"
+  fi
   expect "program: dynamic, no loader in the sysroot" 1 \
     "weft: dyn: its loader /lib/ld-linux-aarch64.so.1 is not in the sysroot emptyroot" \
     "$WEFT" trace --sysroot emptyroot -o x.wtr -- dyn

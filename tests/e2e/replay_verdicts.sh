@@ -82,4 +82,40 @@ run_status st "$WEFT" replay --sched ppct --depth 2 --host-parallel --runs 100 -
 check "host-parallel lost_update: some of 100 runs lose an update (status $st)" \
   test "$st:$(jq -r '[.verdicts | to_entries[] | select(.value > 0) | .key] | sort | join(",")' "$work/hplu/summary.json")" = "10:bug,pass"
 check "host-parallel: the reproduce command keeps --host-parallel" grep -q "reproduce: .*--host-parallel" "$work/hplu.log"
+
+# A run that starts more threads over its life than there are processing
+# elements (each thread has its own, never reused) must not pass for a
+# deadlock: the campaign stops and says what to give.
+cat >"$work/churn.c" <<'EOF'
+#include <pthread.h>
+#include <stdio.h>
+static void *work(void *arg) { return arg; }
+int main(void)
+{
+    for (int i = 0; i < 12; i++) {
+        pthread_t t;
+        pthread_create(&t, NULL, work, NULL);
+        pthread_join(t, NULL);
+    }
+    printf("churned\n");
+    return 0;
+}
+EOF
+cross_cc churn
+run_status st "$WEFT" replay --sched pct --runs 4 --max-threads 8 -o "$work/churn8" -- "$work/churn" \
+  </dev/null >"$work/churn8.log" 2>&1
+check "13 threads, --max-threads 8: exit 1 (got $st)" test "$st" = 1
+check "13 threads, --max-threads 8: says what to give" \
+  grep -q "churn started more than 8 threads in one run .*: give --max-threads 32" "$work/churn8.log"
+check "13 threads, --max-threads 8: no deadlock reported" test ! -s "$work/churn8/runs.jsonl"
+run_status st "$WEFT" replay --sched pct --runs 4 --max-threads 16 -o "$work/churn16" -- "$work/churn" \
+  </dev/null >"$work/churn16.log" 2>&1
+check "13 threads, --max-threads 16: 4 runs pass (status $st)" \
+  test "$st:$(jq -c '[.runs, .verdicts.pass]' "$work/churn16/summary.json" 2>/dev/null)" = "0:[4,4]"
+check "13 threads, --max-threads 16: campaign.json has it" \
+  test "$(jq .max_threads "$work/churn16/campaign.json")" = 16
+run_status st "$WEFT" replay --sched pct --runs 2 --max-threads 16 --expect-exit 1 -o "$work/churn16x" \
+  -- "$work/churn" </dev/null >"$work/churn16x.log" 2>&1
+check "13 threads, --max-threads 16: the reproduce command keeps it" \
+  grep -q "reproduce: .*--max-threads 16" "$work/churn16x.log"
 finish

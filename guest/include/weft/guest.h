@@ -105,6 +105,11 @@ int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid
  * of the program: 1, and unless quiet the complaint in one line, with the
  * sysroot to fix; else 0. */
 int guest_loader_failed(const guest_run *run, const guest_result *r, const char *errf, int quiet);
+/* Did the run start more threads than the tracer has processing elements
+ * (its "more than N threads" line in errf)? Then its verdict would be a
+ * deadlock of weft's making: 1, and unless quiet one line saying what to
+ * give; else 0. */
+int guest_too_many_threads(const guest_run *run, const char *errf, int quiet);
 /* weft's stdin, when it is a regular file, as a descriptor of its own at
  * the offset weft started with (every qemu not given another fd 0 gets
  * one: each run reads the same input); -1 otherwise. */

@@ -92,8 +92,9 @@ typedef struct replay_config {
     char k_source[96];            /* where k came from, for campaign.json and the plan line */
     uint64_t npcs;
     int host_parallel;
-    int real_sleeps; /* --real-sleeps: the host sleeps as the program asks */
-    int real_random; /* --real-random: getrandom and /dev/urandom give the host's bytes */
+    int real_sleeps;      /* --real-sleeps: the host sleeps as the program asks */
+    int real_random;      /* --real-random: getrandom and /dev/urandom give the host's bytes */
+    unsigned max_threads; /* --max-threads: a run's threads, over its life (0: the tracer's 512) */
     uint64_t first_seed, runs;
     int seed_given; /* --seed S: one run, printed in detail */
     unsigned jobs, timeout;
@@ -199,7 +200,7 @@ int replay_start(replay_config *c, const char *out, replay_shard *sh);
 typedef struct replay_request {
     replay_config c;
     const char *out, *summary, *schedule;
-    uint64_t seed, runs, jobs, timeout, expect_exit, minimize_runs;
+    uint64_t seed, runs, jobs, timeout, expect_exit, minimize_runs, max_threads;
     int explain, minimize, verdict_only;
     replay_shard shard;
     int (*given)(const void *given_ctx, const char *name);
