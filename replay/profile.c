@@ -62,8 +62,22 @@ static int loader_failed(const replay_config *c, const guest_result *r, const ch
     return guest_loader_failed(&c->run, r, errf, in_round_child && round_child_seed != 0);
 }
 
+/* Did the run's stdout have the oracle's BUG line? */
+static int printed_bug(const char *out)
+{
+    FILE *f = fopen(out, "r");
+    char line[256];
+    int bug = 0;
+    while (f && !bug && fgets(line, sizeof line, f))
+        bug = !strncmp(line, "BUG:", 4);
+    if (f)
+        fclose(f);
+    return bug;
+}
+
 static int profile_run(const replay_config *c, const char *args, const char *trace,
-                       const char *stem, int leave_spool, guest_result *r, uint32_t *flags)
+                       const char *stem, int leave_spool, guest_result *r, uint32_t *flags,
+                       int *bug)
 {
     char out[PATH_MAX + 64], errf[PATH_MAX + 64];
     snprintf(out, sizeof out, "%s.stdout", stem);
@@ -111,6 +125,7 @@ static int profile_run(const replay_config *c, const char *args, const char *tra
                    c->timeout);
         return -1;
     }
+    *bug = printed_bug(out);
     if (loader_failed(c, r, errf) ||
         guest_too_many_threads(&c->run, errf, in_round_child && round_child_seed != 0)) {
         /* said in full: nothing to look at */
@@ -182,6 +197,7 @@ typedef struct run_counts {
     int estimated;
     int capped; /* a learning run stopped at its trace's size limit */
     int died;   /* killed by a signal: its steps end where it died */
+    int status; /* the exit status of a run that exited by itself, no BUG line, else -1 */
     uint64_t steps, threads;
     uint64_t departures; /* gates that gave up waiting (the record's `departures`) */
     char note[64];
@@ -244,7 +260,8 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
      * its trace is kept, or weft races reads it): salvaging it into a
      * trace, then reading that, was most of a real program's learning. */
     int leave = (how & ROUND_LEARN) && !c->save_trace && !c->race_points;
-    if (profile_run(c, args, trace, stem, leave, &r, &flags)) {
+    int bug = 0;
+    if (profile_run(c, args, trace, stem, leave, &r, &flags, &bug)) {
         unlink(record);
         replay_record_remove_status(record);
         return;
@@ -269,6 +286,11 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
     if (!out->capped)
         outcome(&r, flags, out->note, sizeof out->note);
     out->died = r.end == GUEST_SIGNALED;
+    /* A BUG line says why the status is what it is. */
+    out->status =
+        r.end == GUEST_EXITED && !bug && !(flags & (WEFT_TRACE_DEADLOCK | WEFT_TRACE_LIVELOCK))
+            ? r.status
+            : -1;
     out->rc = 0;
 }
 
@@ -282,7 +304,8 @@ typedef struct profile_round {
     uint64_t runs, kmax, nmax;
     char seen[256];
     int estimated, capped;
-    uint64_t died; /* runs killed by a signal */
+    uint64_t died;   /* runs killed by a signal */
+    int same_status; /* the exit status every run had, or -1 */
     char note[64];
     char **traces;      /* [runs], under the profiling folder */
     run_counts *counts; /* [runs] */
@@ -457,6 +480,7 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
         pr->estimated |= rc->estimated;
         pr->capped |= rc->capped;
         pr->died += (uint64_t)rc->died;
+        pr->same_status = s == 0 || rc->status == pr->same_status ? rc->status : -1;
         pr->kmax = rc->steps > pr->kmax ? rc->steps : pr->kmax;
         pr->nmax = rc->threads > pr->nmax ? rc->threads : pr->nmax;
         if (sl < sizeof pr->seen - 24)
@@ -494,6 +518,12 @@ static void take_k_n(replay_config *c, const profile_round *pr, int rounds, doub
                "waiting: a host stall, or a thread stuck in qemu's exclusive section): the points "
                "and k learnt may differ from a rerun's, and with them every seed's schedule\n",
                profile_departed, profile_departed == 1 ? "" : "s");
+    /* A program whose normal end is a non-zero status fails every run of
+     * the campaign; the user may not know that a passing run's is 0. */
+    if (pr->runs && pr->same_status >= 0 && pr->same_status != c->expect_exit)
+        printf("weft: profiling: every run exited with status %d, a failing run's status (a "
+               "passing run's is %d): if it is the program's normal status, --expect-exit %d\n",
+               pr->same_status, c->expect_exit, pr->same_status);
     /* Fewer steps than threads: the threads were created and synchronize
      * where visible points do not look (xz's, inside liblzma), and a
      * priority policy has next to nothing to choose. Unless every run died

@@ -64,10 +64,22 @@ one output_wrong 10 wrong_output --sched pct --points none --expect-output "$wor
 check "output_wrong: says where" grep -q "differs from .*wrong.txt at line 1" "$work/output_wrong.log"
 one exit 10 exit --sched pct --points none --expect-exit 1 -- "$WEFT_FIXTURES/order_violation_ok"
 check "exit: says which status" grep -q "exit status 0, expected 1" "$work/exit.log"
+# Every profiling run ended with the same status, not the expected one, and
+# without a BUG line: weft names the option, in case that is the normal end.
+check "exit: profiling names --expect-exit" grep -q \
+  "every run exited with status 0, a failing run's status (a passing run's is 1): if it is the program's normal status, --expect-exit 0" \
+  "$work/exit.log"
 # The oracle's BUG line makes the verdict "bug", with the line as detail.
 one bug 10 bug --sched pct --points none -- "$WEFT_FIXTURES/order_violation"
 check "bug: the oracle's line is the detail" \
   test "$(jq -r .detail "$work/bug/runs.jsonl")" = "BUG: order violation: ov_config read before main initialised it"
+# lost_update's profiling runs all print its BUG line and exit 3: a bug
+# found, no normal status, so no hint.
+run_status st "$WEFT" replay --sched pct --seed 1 -o "$work/lu" -- "$WEFT_FIXTURES/lost_update" </dev/null \
+  >"$work/lu.log" 2>&1
+check "lost_update: its profiling runs found the bug" grep -q "note: a run: it exited with status 3" "$work/lu.log"
+check "lost_update: a BUG line is no normal status (no --expect-exit hint)" \
+  test "$(grep -c "if it is the program's normal status" "$work/lu.log")" = 0
 
 # PPCT with the high set running at once on the host: a bug-free 8-thread
 # program always passes (no lost wake-up, no hang), a racy one still fails
