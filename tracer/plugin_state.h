@@ -605,6 +605,17 @@ int sched_adopt(const pct_config *cfg, pct_policy *policy, const char *record,
 int sched_parse_arg(const char *key, const char *val); /* 1 taken, 0 not ours, -1 bad */
 int sched_setup(char *err, size_t errlen);
 int sched_is_point_pc(uint64_t pc);
+
+/* plugin_record.c: what a replay's run leaves for weft replay. */
+/* The status page, the switch ring and the switch log of a (new) policy,
+ * at sched's record and switch-log paths. 0, or -1 + err. */
+int record_open(char *err, size_t errlen);
+/* Where thread pe stands: its last gate's pc and its events so far. */
+void record_where(int pe, uint64_t *pc, uint64_t *seq);
+/* A fork server's child catching up: where the prefix's decision being
+ * replayed was made (pe -1: none, the catch-up is over). */
+void record_decided_at(int pe, uint64_t pc, uint64_t seq);
+/* The record of the policy's run, at the run's end. */
 void sched_write_record(void);
 /* POINTS_VISIBLE: read the program's code map from its binary. */
 int sched_load_code(const char *binary, char *err, size_t errlen);
