@@ -417,10 +417,10 @@ int guest_spawn_qemu(const guest_run *run, const guest_fd *fds, size_t nfds, pid
                  ? dup2(STDOUT_FILENO, STDERR_FILENO) < 0 /* 2>&1: one stream, in order */
                  : capture(run->capture_err, STDERR_FILENO)))
             _exit(127);
-        int own_in = -1;
+        int given_in = 0;
         for (size_t i = 0; i < nfds; i++)
-            own_in |= fds[i].to == STDIN_FILENO ? 0 : -1;
-        if (own_in < 0) { /* the caller did not choose its stdin: its own copy */
+            given_in |= fds[i].to == STDIN_FILENO;
+        if (!given_in) { /* the caller did not choose its stdin: its own copy */
             int in = guest_stdin_copy();
             if (in >= 0 && (dup2(in, STDIN_FILENO) < 0 || close(in) != 0))
                 _exit(127);
