@@ -20,7 +20,8 @@ weft_trace *cli_open_trace(const char *path, weft_symbols **syms)
     }
     const weft_trace_meta *m = weft_trace_get_meta(t);
     if (m->binary_path && *m->binary_path)
-        *syms = weft_symbols_open(m->binary_path, err, sizeof err);
+        weft_symbols_relocate(*syms = weft_symbols_open(m->binary_path, err, sizeof err),
+                              m->start_code);
     return t;
 }
 

@@ -122,12 +122,13 @@ static int run_races(int argc, char **argv)
     weft_races_config cfg = weft_races_config_default();
     cfg.atomic_locations = !o.plain_atomics;
     cfg.binary = binary;
+    cfg.start_code = m->start_code;
     if (!(d = weft_races_create(&cfg, err, sizeof err))) {
         cli_error("%s", err);
         goto out;
     }
-    if (binary)
-        syms = weft_symbols_open(binary, err, sizeof err);
+    if (binary && (syms = weft_symbols_open(binary, err, sizeof err)))
+        weft_symbols_relocate(syms, m->start_code);
     if (weft_races_analyze(d, t, err, sizeof err) != 0) {
         cli_error("%s", err);
         goto out;

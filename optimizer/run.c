@@ -114,7 +114,8 @@ static int open_trace(optimize_ctx *c)
     c->meta = weft_trace_get_meta(c->t);
     c->sum = weft_trace_get_summary(c->t);
     if (c->meta->binary_path && *c->meta->binary_path)
-        c->syms = weft_symbols_open(c->meta->binary_path, err, sizeof err);
+        weft_symbols_relocate(c->syms = weft_symbols_open(c->meta->binary_path, err, sizeof err),
+                              c->meta->start_code);
     return 0;
 }
 

@@ -62,6 +62,12 @@ typedef struct code_segment {
 struct races_code {
     code_segment *segs;
     size_t nsegs;
+    uint64_t bias; /* run-time pc - link-time pc */
+    /* The program's .got and .got.plt, link-time: the dynamic loader fills
+     * a lazy-bound entry at a thread's first call while other threads read
+     * it in their PLT stubs, unsynchronized by design (an aligned 8-byte
+     * store of the same value any reader would resolve). */
+    uint64_t got_lo[2], got_hi[2];
 };
 
 void races_code_close(races_code *c)
@@ -116,7 +122,46 @@ static int load_segments(races_code *c, Elf *elf, int fd, const char *path, char
     return 0;
 }
 
-races_code *races_code_open(const char *path, char *err, size_t errlen)
+static void find_got(races_code *c, Elf *elf)
+{
+    size_t shstrndx, k = 0;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return;
+    for (Elf_Scn *scn = NULL; k < 2 && (scn = elf_nextscn(elf, scn));) {
+        GElf_Shdr sh;
+        const char *n;
+        if (gelf_getshdr(scn, &sh) && (n = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+            (!strcmp(n, ".got") || !strcmp(n, ".got.plt")) && sh.sh_size) {
+            c->got_lo[k] = sh.sh_addr;
+            c->got_hi[k++] = sh.sh_addr + sh.sh_size;
+        }
+    }
+}
+
+int races_code_in_got(const races_code *c, uint64_t addr)
+{
+    addr -= c->bias;
+    for (int k = 0; k < 2; k++)
+        if (addr >= c->got_lo[k] && addr < c->got_hi[k])
+            return 1;
+    return 0;
+}
+
+/* A position-independent program's code is where qemu's start_code says,
+ * which is its lowest executable segment's link address moved. */
+static void place(races_code *c, Elf *elf, uint64_t start_code)
+{
+    GElf_Ehdr eh;
+    if (!start_code || !c->nsegs || !gelf_getehdr(elf, &eh) || eh.e_type != ET_DYN)
+        return;
+    uint64_t lo = c->segs[0].vaddr;
+    for (size_t i = 1; i < c->nsegs; i++)
+        if (c->segs[i].vaddr < lo)
+            lo = c->segs[i].vaddr;
+    c->bias = start_code - lo;
+}
+
+races_code *races_code_open(const char *path, uint64_t start_code, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -130,6 +175,8 @@ races_code *races_code_open(const char *path, char *err, size_t errlen)
     } else if (!(elf = elf_begin(fd, ELF_C_READ, NULL)) || elf_kind(elf) != ELF_K_ELF) {
         races_fail(err, errlen, "%s: not an ELF executable", path);
     } else if (load_segments(c, elf, fd, path, err, errlen) == 0) {
+        place(c, elf, start_code);
+        find_got(c, elf);
         elf_end(elf);
         close(fd);
         return c;
@@ -144,6 +191,7 @@ races_code *races_code_open(const char *path, char *err, size_t errlen)
 unsigned races_code_classify(void *code, uint64_t pc)
 {
     const races_code *c = code;
+    pc -= c->bias;
     for (size_t i = 0; i < c->nsegs; i++) {
         const code_segment *s = &c->segs[i];
         if (pc >= s->vaddr && pc - s->vaddr + 4 <= s->size) {

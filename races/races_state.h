@@ -140,7 +140,9 @@ int shadow_access(shadow *s, uint32_t gi, uint64_t gno, uint8_t mask, const cur_
 /* ---- instructions (races_insn.c) ----------------------------------------------- */
 
 typedef struct races_code races_code;
-races_code *races_code_open(const char *path, char *err, size_t errlen);
+races_code *races_code_open(const char *path, uint64_t start_code, char *err, size_t errlen);
+/* Is addr in the program's GOT (whose lazy binding is racy by design)? */
+int races_code_in_got(const races_code *c, uint64_t addr);
 void races_code_close(races_code *c);
 /* weft_races_classify_fn over the code's executable segments. */
 unsigned races_code_classify(void *code, uint64_t pc);

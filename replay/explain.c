@@ -133,6 +133,7 @@ static int find_races(weft_trace *t, replay_explanation *x, char *err, size_t er
     weft_races_config cfg = weft_races_config_default();
     if (access(x->binary, R_OK) == 0)
         cfg.binary = x->binary;
+    cfg.start_code = weft_trace_get_meta(t)->start_code;
     weft_races *d = weft_races_create(&cfg, err, errlen);
     if (!d)
         return -1;
@@ -151,6 +152,7 @@ static int find_races(weft_trace *t, replay_explanation *x, char *err, size_t er
         return -1;
     }
     weft_symbols *syms = x->binary[0] ? weft_symbols_open(x->binary, err, errlen) : NULL;
+    weft_symbols_relocate(syms, x->start_code);
     for (size_t i = 0; i < x->nraces; i++) {
         x->races[i].race = *weft_races_get(d, i);
         name_address(syms, x->races[i].race.addr, x->races[i].variable,
@@ -191,6 +193,7 @@ int replay_explanation_load(const char *dir, uint64_t seed, replay_explanation *
     const weft_trace_meta *meta = weft_trace_get_meta(t);
     if (meta->binary_path && !realpath(meta->binary_path, x->binary))
         x->binary[0] = 0;
+    x->start_code = meta->start_code;
     int rc = find_races(t, x, err, errlen);
     if (rc == 0)
         rc = scan_trace(t, x, err, errlen);
@@ -358,6 +361,7 @@ void replay_explanation_print(const replay_explanation *x, FILE *out)
 {
     char err[512];
     weft_symbols *syms = x->binary[0] ? weft_symbols_open(x->binary, err, sizeof err) : NULL;
+    weft_symbols_relocate(syms, x->start_code);
     fprintf(out, "seed %" PRIu64 ": %s%s%s\n", x->seed, x->verdict, x->detail[0] ? ": " : "",
             x->detail);
     print_switches(x, syms, out);

@@ -274,9 +274,11 @@ static int collect_race_pcs(learn_points *p, const char *path)
     char err[512];
     weft_races_config cfg = weft_races_config_default();
     cfg.binary = p->binary && access(p->binary, R_OK) == 0 ? p->binary : NULL;
-    weft_races *d = weft_races_create(&cfg, err, sizeof err);
-    weft_trace *t = d ? weft_trace_open(path, err, sizeof err) : NULL;
-    if (!t || weft_races_analyze(d, t, err, sizeof err)) {
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    if (t)
+        cfg.start_code = weft_trace_get_meta(t)->start_code;
+    weft_races *d = t ? weft_races_create(&cfg, err, sizeof err) : NULL;
+    if (!d || weft_races_analyze(d, t, err, sizeof err)) {
         weft_error("profiling: races: %s", err);
         if (t)
             weft_trace_close(t);

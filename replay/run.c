@@ -48,12 +48,14 @@ static const char *base_name(const char *file)
 
 /* The plugin's livelock report ("  T1 spins at pc 0x..." lines on the
  * guest's stderr) as one detail line, with each pc's function and line. */
-static void spinners(const char *errf, const char *binary, char *detail, size_t len)
+static void spinners(const char *errf, const char *binary, uint64_t start_code, char *detail,
+                     size_t len)
 {
     size_t n = (size_t)snprintf(detail, len, "every thread that could run spun without progress:");
     FILE *f = fopen(errf, "r");
     char err[256], line[256];
     weft_symbols *syms = weft_symbols_open(binary, err, sizeof err);
+    weft_symbols_relocate(syms, start_code);
     unsigned t;
     unsigned long long pc;
     while (f && fgets(line, sizeof line, f) && n < len)
@@ -275,6 +277,7 @@ static void describe_waits(const char *trace_path, const char *binary, json_t *r
     uint32_t nt = s->nthreads;
     thread_tail *tails = read_tails(t, nt);
     weft_symbols *syms = weft_symbols_open(binary, err, sizeof err);
+    weft_symbols_relocate(syms, weft_trace_get_meta(t)->start_code);
     size_t n = strlen(detail);
     for (uint32_t i = 0; tails && i < nt; i++) {
         const thread_tail *tt = &tails[i];
@@ -447,7 +450,11 @@ static void judge(const replay_config *c, seed_run *sr)
         json_decref(rec);
     } else if (sr->flags & WEFT_TRACE_LIVELOCK) {
         sr->v = REPLAY_LIVELOCK;
-        spinners(sr->files.err, c->run.binary, sr->detail, sizeof sr->detail);
+        json_t *rec = json_load_file(sr->files.record, 0, NULL);
+        spinners(sr->files.err, c->run.binary,
+                 (uint64_t)json_integer_value(json_object_get(rec, "start_code")), sr->detail,
+                 sizeof sr->detail);
+        json_decref(rec);
     } else if (sr->r.end == GUEST_TIMED_OUT) {
         sr->v = REPLAY_TIMEOUT;
         snprintf(sr->detail, sizeof sr->detail,

@@ -118,6 +118,33 @@ static int parse_run_arg(plugin_config *c, const char *k, const char *val)
     return 1;
 }
 
+/* weft gives --filter var: ranges and speculation's seeded functions in
+ * the ELF's link-time addresses; a position-independent program runs
+ * elsewhere, known once qemu has loaded it. */
+void plugin_args_relocate(uint64_t start_code)
+{
+    weft_trace_settings *s = &g_plugin.cfg.settings;
+    spec_state *sp = &g_plugin.spec;
+    if (!start_code || (!s->nranges && !sp->nranges))
+        return;
+    char err[256];
+    weft_symbols *syms = weft_symbols_open(g_plugin.meta.binary_path, err, sizeof err);
+    if (!syms)
+        return;
+    weft_symbols_relocate(syms, start_code);
+    uint64_t at = (uint64_t)weft_symbols_bias(syms);
+    weft_symbols_close(syms);
+    if (!at)
+        return;
+    for (uint32_t i = 0; i < s->nranges; i++)
+        s->range_lo[i] += at, s->range_hi[i] += at;
+    for (unsigned i = 0; i < sp->nranges; i++)
+        sp->range_lo[i] += at, sp->range_hi[i] += at;
+    g_plugin.meta.settings.nranges = s->nranges;
+    memcpy(g_plugin.meta.settings.range_lo, s->range_lo, sizeof s->range_lo);
+    memcpy(g_plugin.meta.settings.range_hi, s->range_hi, sizeof s->range_hi);
+}
+
 int plugin_parse_args(int argc, char **argv)
 {
     plugin_config *c = &g_plugin.cfg;

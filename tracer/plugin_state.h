@@ -346,6 +346,9 @@ static inline int plugin_lib_rule(void)
 /* plugin_args.c: g_plugin.cfg from the plugin's arguments; 0, or -1 (said
  * on stderr). */
 int plugin_parse_args(int argc, char **argv);
+/* The program is loaded at start_code: link-time addresses in the
+ * arguments move with a position-independent program. */
+void plugin_args_relocate(uint64_t start_code);
 
 /* plugin_insn.c */
 void *plugin_arena_alloc(size_t n);

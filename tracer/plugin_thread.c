@@ -120,6 +120,11 @@ void plugin_bind_vcpu(vcpu_state *v)
     struct timespec nap = {0, 20000};
     int pe;
     if (!atomic_exchange(&g_plugin.main_bound, 1)) {
+        /* The program is loaded by now: where, names its pcs if it is
+         * position-independent. */
+        g_plugin.meta.start_code = qemu_plugin_start_code();
+        plugin_args_relocate(g_plugin.meta.start_code);
+        weft_trace_writer_set_loaded(g_plugin.writer, &g_plugin.meta);
         pe = weft_platform_thread_create(g_plugin.platform, -1, tid, 0, 0);
     } else {
         /* The parent registers the child when clone returns to it, which may

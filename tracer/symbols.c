@@ -149,6 +149,51 @@ static void load_cus(weft_symbols *s)
         qsort(s->cus, s->ncus, sizeof *s->cus, cu_cmp);
 }
 
+/* A PLT stub has no symbol: the one before it (_init, say) would claim
+ * it. NAME@plt, as objdump says. */
+static int add_plt_name(void *ctx, uint64_t stub, const char *name)
+{
+    weft_symbols *s = ctx;
+    size_t len = strlen(name) + 5;
+    char *n = malloc(len), **v = realloc(s->plt_names, (s->nplt + 1) * sizeof *v);
+    sym *f = realloc(s->funcs, (s->nfuncs + 1) * sizeof *f);
+    if (v)
+        s->plt_names = v;
+    if (f)
+        s->funcs = f;
+    if (!n || !v || !f) {
+        free(n);
+        return -1;
+    }
+    snprintf(n, len, "%s@plt", name);
+    s->plt_names[s->nplt++] = n;
+    s->funcs[s->nfuncs++] = (sym){stub, 16, n, 0};
+    return 0;
+}
+
+static void load_plt_names(weft_symbols *s)
+{
+    size_t before = s->nfuncs;
+    if (weft_plt_stubs(s, add_plt_name, s) != 0 || s->nfuncs != before)
+        s->nfuncs = sort_dedup(s->funcs, s->nfuncs); /* what was added, even after a failure */
+}
+
+/* qemu's start_code is the lowest of these plus the load bias. */
+static void load_exec_segments(weft_symbols *s, const GElf_Ehdr *eh)
+{
+    size_t n;
+    s->pie = eh->e_type == ET_DYN;
+    if (elf_getphdrnum(s->elf, &n) != 0)
+        return;
+    for (size_t i = 0; i < n && s->nexec < sizeof s->exec_lo / sizeof s->exec_lo[0]; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(s->elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+            s->exec_lo[s->nexec] = ph.p_vaddr;
+            s->exec_hi[s->nexec++] = ph.p_vaddr + ph.p_memsz;
+        }
+    }
+}
+
 weft_symbols *weft_symbols_open(const char *elf_path, char *err, size_t errlen)
 {
     if (!elf_path) {
@@ -186,7 +231,33 @@ weft_symbols *weft_symbols_open(const char *elf_path, char *err, size_t errlen)
         return NULL;
     }
     load_cus(s);
+    load_exec_segments(s, &eh);
+    load_plt_names(s);
     return s;
+}
+
+void weft_symbols_relocate(weft_symbols *s, uint64_t start_code)
+{
+    if (s && s->pie && start_code && s->nexec) {
+        uint64_t lo = s->exec_lo[0];
+        for (size_t i = 1; i < s->nexec; i++)
+            if (s->exec_lo[i] < lo)
+                lo = s->exec_lo[i];
+        s->bias = (int64_t)(start_code - lo);
+    }
+}
+
+int64_t weft_symbols_bias(const weft_symbols *s)
+{
+    return s ? s->bias : 0;
+}
+
+static bool in_exec(const weft_symbols *s, uint64_t addr)
+{
+    for (size_t i = 0; i < s->nexec; i++)
+        if (addr >= s->exec_lo[i] && addr < s->exec_hi[i])
+            return true;
+    return s->nexec == 0; /* no program headers: cannot tell */
 }
 
 /* The symbol containing addr, if any. Sized symbols contain
@@ -242,11 +313,12 @@ int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const c
 {
     pc_info tmp = {0}, *info = &tmp;
     bool inserted = false;
+    pc -= (uint64_t)s->bias;
     uint64_t *slot = trc_addrmap_get(&s->pc_cache, pc, &inserted);
     if (slot && !inserted && *slot) {
         info = &s->infos[*slot - 1];
     } else {
-        const sym *f = find_sym(s->funcs, s->nfuncs, pc, true);
+        const sym *f = in_exec(s, pc) ? find_sym(s->funcs, s->nfuncs, pc, true) : NULL;
         tmp.function = f ? f->name : NULL;
         tmp.found = f != NULL;
         lookup_line(s, pc, &tmp);
@@ -277,6 +349,7 @@ int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const c
 
 int weft_symbols_data(weft_symbols *s, uint64_t addr, const char **name, uint64_t *offset)
 {
+    addr -= (uint64_t)s->bias;
     const sym *o = find_sym(s->objs, s->nobjs, addr, false);
     if (name)
         *name = o ? o->name : NULL;
@@ -295,10 +368,10 @@ static const sym *find_name(const sym *v, size_t n, const char *name)
     return NULL;
 }
 
-static int name_result(const sym *f, uint64_t *addr, uint64_t *size)
+static int name_result(const weft_symbols *s, const sym *f, uint64_t *addr, uint64_t *size)
 {
     if (addr)
-        *addr = f ? f->addr : 0;
+        *addr = f ? f->addr + (uint64_t)s->bias : 0;
     if (size)
         *size = f ? f->size : 0;
     return f ? 0 : -1;
@@ -306,12 +379,12 @@ static int name_result(const sym *f, uint64_t *addr, uint64_t *size)
 
 int weft_symbols_lookup(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size)
 {
-    return name_result(find_name(s->objs, s->nobjs, name), addr, size);
+    return name_result(s, find_name(s->objs, s->nobjs, name), addr, size);
 }
 
 int weft_symbols_function(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size)
 {
-    return name_result(find_name(s->funcs, s->nfuncs, name), addr, size);
+    return name_result(s, find_name(s->funcs, s->nfuncs, name), addr, size);
 }
 
 int weft_elf_build_id(const char *elf_path, uint8_t *out, size_t outlen)
@@ -348,6 +421,9 @@ void weft_symbols_close(weft_symbols *s)
         elf_end(s->elf);
     if (s->fd >= 0)
         close(s->fd);
+    for (size_t i = 0; i < s->nplt; i++)
+        free(s->plt_names[i]);
+    free(s->plt_names);
     free(s->funcs);
     free(s->objs);
     free(s->cus);

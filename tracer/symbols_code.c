@@ -121,7 +121,8 @@ static Elf_Scn *section(weft_symbols *s, const char *name, GElf_Shdr *sh)
 /* A dynamic binary reaches the library's functions through its PLT: the
  * i-th R_AARCH64_JUMP_SLOT relocation is the i-th 16-byte stub after the
  * 32-byte PLT header (the AArch64 ELF ABI's lazy PLT). */
-static int plt_stubs(weft_symbols *s, weft_code_map *m)
+int weft_plt_stubs(weft_symbols *s, int (*each)(void *ctx, uint64_t stub, const char *name),
+                   void *ctx)
 {
     GElf_Shdr rsh, psh, dsh;
     Elf_Scn *rela = section(s, ".rela.plt", &rsh), *plt = section(s, ".plt", &psh);
@@ -138,11 +139,17 @@ static int plt_stubs(weft_symbols *s, weft_code_map *m)
         if (!gelf_getrela(rd, (int)i, &r) || !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &sym))
             continue;
         const char *name = elf_strptr(s->elf, dsh.sh_link, sym.st_name);
-        for (size_t k = 0; name && k < sizeof sync_functions / sizeof *sync_functions; k++)
-            if (!strcmp(name, sync_functions[k]) &&
-                push_sync(m, psh.sh_addr + 32 + 16 * (uint64_t)i, sync_functions[k]))
-                return -1;
+        if (name && *name && each(ctx, psh.sh_addr + 32 + 16 * (uint64_t)i, name))
+            return -1;
     }
+    return 0;
+}
+
+static int sync_stub(void *ctx, uint64_t stub, const char *name)
+{
+    for (size_t k = 0; k < sizeof sync_functions / sizeof *sync_functions; k++)
+        if (!strcmp(name, sync_functions[k]))
+            return push_sync(ctx, stub, sync_functions[k]);
     return 0;
 }
 
@@ -171,7 +178,7 @@ int weft_code_map_build(weft_symbols *s, weft_code_map *m, char *err, size_t err
             goto oom;
     m->how = by_cus ? WEFT_CODE_DWARF : dynamic ? WEFT_CODE_DYNAMIC : WEFT_CODE_ALL;
     if (dynamic) {
-        if (plt_stubs(s, m))
+        if (weft_plt_stubs(s, sync_stub, m))
             goto oom;
     } else {
         for (size_t k = 0; k < sizeof sync_functions / sizeof *sync_functions; k++) {

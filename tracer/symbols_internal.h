@@ -38,6 +38,19 @@ struct weft_symbols {
     trc_addrmap pc_cache; /* pc -> index + 1 in infos */
     pc_info *infos;
     size_t ninfos, cap_infos;
+    char **plt_names; /* "name@plt" of the PLT stubs among funcs, owned */
+    size_t nplt;
+    /* The executable PT_LOAD segments, link-time: a pc outside them is not
+     * this binary's, whatever symbol precedes it. */
+    uint64_t exec_lo[8], exec_hi[8];
+    size_t nexec;
+    bool pie;     /* ET_DYN: loaded wherever qemu chooses */
+    int64_t bias; /* run-time address - link-time address (weft_symbols_relocate) */
 };
+
+/* Each stub of a dynamic binary's lazy PLT with the function it calls
+ * (symbols_code.c); each's non-zero return stops with -1. */
+int weft_plt_stubs(weft_symbols *s, int (*each)(void *ctx, uint64_t stub, const char *name),
+                   void *ctx);
 
 #endif

@@ -110,6 +110,7 @@ size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint32_t
     if (version >= 2) {
         gb_u32(&b, s->record & WEFT_RECORD_ALL ? s->record & WEFT_RECORD_FLAGS : WEFT_RECORD_ALL);
         gb_u32(&b, zstd_level);
+        gb_u64(&b, m->start_code);
     }
     uint8_t *crcp = gb_room(&b, 4);
     if (b.oom || b.n > UINT32_MAX || !crcp) {
@@ -225,6 +226,9 @@ int trc_header_parse(const uint8_t *buf, size_t len, weft_trace_meta *m, char *w
     if (m->version >= 2) {
         s->record = cur_u32(&c);
         m->zstd_level = cur_u32(&c);
+        /* Traces before start_code end here. */
+        if ((size_t)(c.end - c.p) == 8)
+            m->start_code = cur_u64(&c);
         if (!c.bad && (!(s->record & WEFT_RECORD_ALL) || s->record & ~WEFT_RECORD_FLAGS)) {
             trc_seterr(why, whylen, "corrupt header (recorded events 0x%x)", s->record);
             trc_meta_free(m);

@@ -264,6 +264,8 @@ static void print_header(weft_trace *t, FILE *out)
             fprintf(out, "%02x", m->build_id[i]);
         fprintf(out, ")");
     }
+    if (m->start_code) /* names the pcs of a position-independent program */
+        fprintf(out, "\ncode at        0x%" PRIx64, m->start_code);
     fprintf(out, "\nargv          ");
     for (uint32_t i = 0; i < m->argc; i++) {
         /* Quote arguments that would not read back as one word. */

@@ -27,6 +27,7 @@ struct weft_trace_writer {
     char *path, *spool_path;
     int fd;
     uint64_t off; /* end of the spool */
+    size_t spool_hdr_len;
     pthread_mutex_t lock;
     weft_trace_meta meta;
     trc_spool_index ix;
@@ -128,6 +129,7 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
         return NULL;
     }
     w->off = hlen;
+    w->spool_hdr_len = hlen;
     w->ix.counted = true;
     trc_live_open(&w->live, path, w->fd);
     return w;
@@ -178,6 +180,29 @@ void weft_trace_writer_set_lingering(weft_trace_writer *w)
 void weft_trace_writer_set_durable(weft_trace_writer *w, int durable)
 {
     w->not_durable = !durable;
+}
+
+void weft_trace_writer_set_loaded(weft_trace_writer *w, const weft_trace_meta *m)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    weft_trace_settings *s = &w->meta.settings;
+    if (w->meta.start_code != m->start_code ||
+        memcmp(s->range_lo, m->settings.range_lo, sizeof s->range_lo) ||
+        memcmp(s->range_hi, m->settings.range_hi, sizeof s->range_hi)) {
+        w->meta.start_code = m->start_code;
+        memcpy(s->range_lo, m->settings.range_lo, sizeof s->range_lo);
+        memcpy(s->range_hi, m->settings.range_hi, sizeof s->range_hi);
+        /* The same length as the header written at open: the field was
+         * there, 0. A failed rewrite costs a salvaged trace its names only. */
+        uint8_t *hdr;
+        size_t hlen = trc_header_encode(&w->meta, SPOOL_MAGIC, WEFT_TRACE_VERSION, 0, &hdr);
+        if (hlen && hlen == w->spool_hdr_len && pwrite(w->fd, hdr, hlen, 0) != (ssize_t)hlen)
+            fprintf(stderr, "weft: %s: cannot update the spool's header\n", w->spool_path);
+        free(hdr);
+    }
+    pthread_mutex_unlock(&w->lock);
 }
 
 int weft_trace_writer_stopped(weft_trace_writer *w, uint64_t *free_bytes)

@@ -154,6 +154,51 @@ static void test_code_map_dynamic(void **state)
     weft_symbols_close(s);
 }
 
+/* The dynamic fixture is position-independent: relocated to where qemu put
+ * it, pcs and variables resolve at run-time addresses; its PLT stubs have
+ * names of their own; a pc outside its code is no function of its. */
+static void test_relocated(void **state)
+{
+    (void)state;
+    char err[256];
+    weft_symbols *s = weft_symbols_open(WEFT_TEST_FIXTURE_DYN, err, sizeof err);
+    assert_non_null(s);
+    weft_code_map m;
+    assert_int_equal(weft_code_map_build(s, &m, err, sizeof err), 0);
+    uint64_t link_main, link_counter, size, at;
+    assert_int_equal(weft_symbols_function(s, "main", &link_main, NULL), 0);
+    assert_int_equal(weft_symbols_lookup(s, "counter", &link_counter, &size), 0);
+    const uint64_t start = 0x5500000000ull; /* qemu's start_code */
+    const uint64_t bias = start - m.text_lo;
+    weft_symbols_relocate(s, start);
+    assert_true((uint64_t)weft_symbols_bias(s) == bias);
+    assert_int_equal(weft_symbols_function(s, "main", &at, NULL), 0);
+    assert_true(at == link_main + bias);
+    const char *fn = NULL, *file = NULL, *name = NULL;
+    int line = 0;
+    uint64_t off = 1;
+    assert_int_equal(weft_symbols_pc(s, link_main + bias, &fn, &file, &line), 0);
+    assert_string_equal(fn, "main");
+    assert_non_null(strstr(file, "lost_update.c"));
+    assert_true(line > 0);
+    assert_int_equal(weft_symbols_data(s, link_counter + bias + 2, &name, &off), 0);
+    assert_string_equal(name, "counter");
+    assert_int_equal(off, 2);
+    /* The stub pthread_create goes through, by its own name. */
+    const char *stub = NULL;
+    for (size_t i = 0; i < m.nsync; i++)
+        if (!strcmp(m.sync[i].name, "pthread_create"))
+            assert_int_equal(weft_symbols_pc(s, m.sync[i].addr + bias + 4, &stub, NULL, NULL), 0);
+    assert_non_null(stub);
+    assert_string_equal(stub, "pthread_create@plt");
+    /* Far past the program's code (the C library, say): not found, where
+     * the last symbol (_fini) used to claim everything above it. */
+    assert_int_equal(weft_symbols_pc(s, start + 0x2800000, &fn, NULL, NULL), -1);
+    assert_null(fn);
+    weft_code_map_free(&m);
+    weft_symbols_close(s);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -167,7 +212,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_data_symbols),     cmocka_unit_test(test_pc_symbols),
         cmocka_unit_test(test_build_id),         cmocka_unit_test(test_code_map_static),
-        cmocka_unit_test(test_code_map_dynamic), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_code_map_dynamic), cmocka_unit_test(test_relocated),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests_name("symbols", tests, NULL, NULL);
 }

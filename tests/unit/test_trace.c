@@ -87,6 +87,7 @@ static void test_round_trip(void **state)
     assert_string_equal(m->settings.policy, "pct");
     assert_true(m->settings.seed == want.settings.seed);
     assert_string_equal(m->binary_path, want.binary_path);
+    assert_true(m->start_code == 0x5500000000ull);
     assert_int_equal(m->build_id_len, 20);
     assert_memory_equal(m->build_id, want.build_id, 20);
     assert_int_equal(m->argc, 3);

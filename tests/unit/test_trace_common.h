@@ -136,6 +136,8 @@ static inline void tt_write(const char *path, uint32_t nthreads, weft_event *con
     weft_trace_meta m = tt_meta();
     weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
     assert_non_null(w);
+    m.start_code = 0x5500000000ull; /* as the tracer learns it, after the open */
+    weft_trace_writer_set_loaded(w, &m);
     for (uint32_t t = 0; t < nthreads; t++)
         assert_int_equal(weft_trace_writer_append(w, t, streams[t], counts[t]), 0);
     if (weft_trace_writer_finish(w, summary, err, sizeof err) != 0)

@@ -23,6 +23,12 @@ static void child_buffers_and_dies(const char *path, int tail)
     weft_trace_buf *b1 = w ? weft_trace_writer_buf(w, 9) : NULL;
     if (!b0 || !b1 || weft_trace_writer_buf(w, 3) != b0)
         _exit(2);
+    /* Learnt after the open: the spool's header must have it (salvage). */
+    weft_trace_meta loaded = m;
+    loaded.start_code = 0x5500000000ull;
+    loaded.settings.range_lo[0] += 0x5500000000ull;
+    loaded.settings.range_hi[0] += 0x5500000000ull;
+    weft_trace_writer_set_loaded(w, &loaded);
     weft_event b2[10];
     for (uint64_t i = 0; i < 10; i++)
         b2[i] = tt_ev(20000 + i, WEFT_EV_READ, 0x6000, 0x400800, 4);
@@ -80,6 +86,10 @@ static void test_salvage_buffers_and_fault(void **state)
     if (!t)
         fail_msg("%s", err);
     const weft_trace_summary *s = weft_trace_get_summary(t);
+    const weft_trace_meta *m = weft_trace_get_meta(t);
+    assert_true(m->start_code == 0x5500000000ull);
+    assert_true(m->settings.range_lo[0] == tt_meta().settings.range_lo[0] + 0x5500000000ull);
+    assert_true(m->settings.range_lo[1] == tt_meta().settings.range_lo[1]);
     assert_int_equal(s->nthreads, 2);
     assert_int_equal(s->threads[0].events, 5007);
     assert_int_equal(s->threads[1].events, 3); /* two buffered and the fault */

@@ -52,6 +52,9 @@ typedef struct weft_races_config {
      * pc from (acquire/release bits), or a classifier; NULL for both: every
      * atomic or exclusive access is acquire and release (acq_rel). */
     const char *binary;
+    /* The run's weft_trace_meta.start_code: where a position-independent
+     * binary's code was (0: at its link-time addresses). */
+    uint64_t start_code;
     weft_races_classify_fn classify;
     void *classify_ctx;
     /* glibc's join: an acquire access within this many bytes of where a

@@ -110,6 +110,11 @@ typedef struct weft_trace_meta {
     char **argv;         /* argv[0..argc) of the guest */
     uint32_t version;    /* set by the reader: the file's format version */
     uint32_t zstd_level; /* set by the reader: compression level (0: none, version 1) */
+    /* qemu's start_code for the run: the lowest address of the program's
+     * code as loaded, which places a position-independent program
+     * (weft_symbols_relocate). 0: unknown (a trace written before weft
+     * recorded it, or a run that ended before its first block). */
+    uint64_t start_code;
 } weft_trace_meta;
 
 /* Thread table entry, one per guest thread in creation order. */
@@ -300,6 +305,11 @@ int weft_trace_writer_stopped(weft_trace_writer *w, uint64_t *free_bytes);
  * removes at once on the same machine (a campaign's run: weft replay
  * fsyncs the traces it keeps). */
 void weft_trace_writer_set_durable(weft_trace_writer *w, int durable);
+/* What is known once qemu has loaded the program (after the writer
+ * opened): m's start_code and address ranges (moved with a
+ * position-independent program) into the meta, and into the spool's
+ * header so that a salvaged trace has them too. */
+void weft_trace_writer_set_loaded(weft_trace_writer *w, const weft_trace_meta *m);
 /* The process ends soon after the writer is finished, and some of its
  * threads may still write their buffers (weft_trace_writer_buf) meanwhile:
  * finishing leaves harmless memory where the buffers were instead of
@@ -392,6 +402,13 @@ int weft_event_writes(uint8_t kind);            /* write or rmw */
 
 typedef struct weft_symbols weft_symbols;
 weft_symbols *weft_symbols_open(const char *elf_path, char *err, size_t errlen);
+/* A position-independent program runs where qemu put it: given qemu's
+ * start_code for the run (weft_trace_meta.start_code, a replay record's
+ * "start_code"), every lookup below takes and gives run-time addresses.
+ * No effect on a fixed-address binary or with start_code 0 (unknown). */
+void weft_symbols_relocate(weft_symbols *s, uint64_t start_code);
+/* Run-time address - link-time address after weft_symbols_relocate. */
+int64_t weft_symbols_bias(const weft_symbols *s);
 /* pc -> function and source position; strings owned by the symbols object.
  * Returns 0 if found, -1 if not (fields set to NULL/0). */
 int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const char **file,

@@ -1,0 +1,158 @@
+# A position-independent program (what aarch64-linux-gnu-gcc builds by
+# default) runs where qemu loads it, not at its link-time addresses: weft
+# info, weft races, --explain and a deadlock's waits name its functions,
+# lines and variables all the same, --filter var: records its variable, and a
+# crashed run's salvaged trace knows where the program was.
+source "$(dirname "$0")/lib.sh"
+prog="$WEFT_FIXTURES/lost_update_dynamic"
+sys=(--sysroot "$WEFT_SYSROOT")
+check "lost_update_dynamic is position-independent" \
+  bash -c "readelf -h '$prog' | grep -q 'Type:.*DYN'"
+
+run_status st timeout -s KILL 120 "$WEFT" trace -q "${sys[@]}" -o "$work/t.wtr" -- "$prog" >/dev/null
+check "trace: exits 0 (status $st)" test "$st" = 0
+"$WEFT" info "$work/t.wtr" >"$work/info" 2>&1
+check "info: says where the code was loaded" grep -Eq '^code at +0x[0-9a-f]+$' "$work/info"
+check "info: names counter among the shared variables" grep -Eq '^  counter: ' "$work/info"
+run_status st "$WEFT" races "$work/t.wtr" >"$work/races" 2>&1
+check "races: on counter" grep -q "^race 1 on counter (0x" "$work/races"
+check "races: the accesses are in worker, with their lines" \
+  grep -Eq "pc 0x[0-9a-f]+ in worker \(.*lost_update.c:[0-9]+\)" "$work/races"
+# A pc in the C library or the loader is no function of the program's, even
+# past the program's last symbol (it was named _fini).
+check "races: no library pc named as the program's" bash -c "! grep -q '_fini' '$work/races'"
+
+run_status st timeout -s KILL 120 "$WEFT" trace -q "${sys[@]}" --filter var:counter -o "$work/v.wtr" \
+  -- "$prog" >/dev/null
+"$WEFT" info "$work/v.wtr" >"$work/vinfo" 2>&1
+check "--filter var:counter: the workers' accesses to counter are recorded" \
+  grep -Eq '^  counter: .*T1 \(RW\)x50, T2 \(RW\)x50' "$work/vinfo"
+
+# A campaign's failing seed explained: the switches and the race by name.
+run_status st timeout -s KILL 300 "$WEFT" replay "${sys[@]}" --sched pct --depth 2 --runs 40 --jobs 2 \
+  --timeout 30 -o "$work/c" -- "$prog" </dev/null >"$work/c.log" 2>&1
+seed="$(jq -r 'select(.verdict != "pass") | .seed' "$work/c/runs.jsonl" 2>/dev/null | head -n 1)"
+check "replay: a pct campaign finds the lost update (status $st)" test -n "$seed"
+if [ -n "$seed" ]; then
+  run_status st timeout -s KILL 120 "$WEFT" replay "${sys[@]}" --sched pct --depth 2 --seed "$seed" \
+    --explain -o "$work/x" -- "$prog" </dev/null >"$work/x.log" 2>&1
+  check "explain: a switch names where the thread was (worker, its line)" \
+    grep -Eq "T[0-9] at worker \(lost_update.c:[0-9]+\)" "$work/x.log"
+  check "explain: the race is on counter" grep -Eq "race 1 on counter \(0x" "$work/x.log"
+fi
+
+# A crash: the run dies by a signal, its trace is salvaged from the spool,
+# whose header learnt the load address while the run went on.
+cat >"$work/segv.c" <<'EOF'
+#include <pthread.h>
+#include <stdio.h>
+static int *volatile p;
+static void *clear(void *a) { (void)a; p = 0; return NULL; }
+int main(void)
+{
+    static int v;
+    p = &v;
+    pthread_t t;
+    pthread_create(&t, 0, clear, 0);
+    pthread_join(t, 0);
+    *p = 3;
+    printf("%d\n", v);
+    return 0;
+}
+EOF
+if aarch64-linux-gnu-gcc -g -O1 -pthread -o "$work/segv" "$work/segv.c"; then
+  run_status st timeout -s KILL 120 "$WEFT" trace -q -o "$work/s.wtr" -- "$work/segv" >/dev/null 2>&1
+  check "crash: killed by SIGSEGV (status $st)" test "$st" = 139
+  "$WEFT" info "$work/s.wtr" >"$work/sinfo" 2>&1
+  check "crash: the salvaged trace knows the load address" grep -Eq '^code at +0x[0-9a-f]+$' "$work/sinfo"
+  check "crash: and names p" grep -Eq '^  p: ' "$work/sinfo"
+else
+  fail "aarch64-linux-gnu-gcc cannot build a test program"
+fi
+
+# weft races reads the program's atomics from its code, at the pcs where it
+# ran: a relaxed read-modify-write orders nothing, so the handoff of data
+# below is a race; read as acquire and release (the instructions not found)
+# it would be hidden.
+cat >"$work/relaxed.c" <<'EOF'
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+static atomic_int flag;
+static int data;
+static void *producer(void *a)
+{
+    (void)a;
+    data = 42;
+    atomic_fetch_add_explicit(&flag, 1, memory_order_relaxed);
+    return NULL;
+}
+int main(void)
+{
+    pthread_t t;
+    pthread_create(&t, 0, producer, 0);
+    while (atomic_fetch_add_explicit(&flag, 0, memory_order_relaxed) == 0)
+        ;
+    printf("%d\n", data);
+    pthread_join(t, 0);
+    return 0;
+}
+EOF
+if aarch64-linux-gnu-gcc -g -O1 -march=armv8.1-a -pthread -o "$work/relaxed" "$work/relaxed.c"; then
+  run_status st "$WEFT" trace -q -o "$work/r.wtr" -- "$work/relaxed" >/dev/null 2>&1
+  run_status st "$WEFT" races "$work/r.wtr" >"$work/rraces" 2>&1
+  check "relaxed atomics: the race on data is found" grep -q "^race 1 on data (0x" "$work/rraces"
+  check "relaxed atomics: no note that the code was not read" bash -c "! grep -q 'without the program' '$work/rraces'"
+else
+  fail "aarch64-linux-gnu-gcc cannot build a test program"
+fi
+
+# The program's GOT: the dynamic loader binds a library function at its
+# first call while other threads read the entry in their PLT stubs,
+# unsynchronized by design; weft races leaves those accesses out. Three
+# workers call pthread_spin_lock for the first time at once.
+cat >"$work/spin.c" <<'EOF'
+#include <pthread.h>
+#include <stdio.h>
+static pthread_spinlock_t sl;
+static long counter;
+static void *worker(void *a)
+{
+    long id = (long)a;
+    for (int i = 0; i < 20; i++) {
+        if ((i + id) % 7 == 0) {
+            long c = counter;
+            counter = c + 1;
+        } else {
+            pthread_spin_lock(&sl);
+            counter++;
+            pthread_spin_unlock(&sl);
+        }
+    }
+    return NULL;
+}
+int main(void)
+{
+    pthread_spin_init(&sl, 0);
+    pthread_t t[3];
+    for (long i = 0; i < 3; i++)
+        pthread_create(&t[i], NULL, worker, (void *)i);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    printf("counter %ld\n", counter);
+    return 0;
+}
+EOF
+if aarch64-linux-gnu-gcc -g -O2 -pthread -o "$work/spin" "$work/spin.c"; then
+  run_status st "$WEFT" replay --sched random --seed 3 --save-trace -o "$work/sp" -- "$work/spin" >/dev/null 2>&1
+  tr="$(ls "$work"/sp/traces/seed-3.wtr 2>/dev/null || true)"
+  check "spin: a random run's trace is kept" test -n "$tr"
+  run_status st "$WEFT" races "$tr" >"$work/spraces" 2>&1
+  check "spin: the race on counter is found" grep -q "^race .* on counter (0x" "$work/spraces"
+  check "spin: no race in a PLT stub (the GOT's lazy binding)" bash -c "! grep -q '@plt' '$work/spraces'"
+  check "spin: the stubs' accesses are in the trace, by the stub's name" \
+    bash -c "'$WEFT' export --format csv -o '$work/sp.csv' '$tr' && grep -q ',pthread_spin_lock@plt,' '$work/sp.csv'"
+else
+  fail "aarch64-linux-gnu-gcc cannot build a test program"
+fi
+finish
