@@ -294,6 +294,7 @@ int pct_thread_yielded(pct_policy *p, pct_tid tid)
         return -1;
     t->yields++;
     t->yielded_since = true;
+    t->after_yield = true;
     if (p->cfg.kind == PCT_KIND_PB || p->cfg.kind == PCT_KIND_DB)
         pct_bounded_yielded(p, t);
     else if (p->cfg.kind == PCT_KIND_POS)
@@ -325,8 +326,11 @@ int pct_thread_slept(pct_policy *p, pct_tid tid, bool again)
         return -1;
     bool undelayed = t->prio >= (int64_t)p->cfg.d || t->nap > 0;
     pct_kind k = p->cfg.kind;
-    if (again || !undelayed || (k != PCT_KIND_PCT && k != PCT_KIND_RPRO))
-        return pct_thread_yielded(p, tid);
+    if (again || !undelayed || (k != PCT_KIND_PCT && k != PCT_KIND_RPRO)) {
+        int rc = pct_thread_yielded(p, tid);
+        t->after_yield = false; /* a sleep's steps are the program's: time runs */
+        return rc;
+    }
     t->yields++;
     t->yielded_since = true;
     t->prio = (int64_t)p->cfg.d - 1;
@@ -376,6 +380,9 @@ int pct_step_access(pct_policy *p, pct_tid tid, uint64_t object, pct_access acce
         return -1;
     t->steps++;
     bool counted = p->cfg.count_all_steps || is_choice(p, t);
+    if (counted && t->after_yield)
+        p->yield_steps++;
+    t->after_yield = false;
     if (counted) {
         p->steps++;
         /* Fig. 4 lines 12-15: the thread that executed step k_i drops to d - i. */

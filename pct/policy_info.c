@@ -11,6 +11,11 @@ uint64_t pct_policy_steps(const pct_policy *p)
     return p->steps;
 }
 
+uint64_t pct_policy_yield_steps(const pct_policy *p)
+{
+    return p->yield_steps;
+}
+
 size_t pct_policy_change_points(const pct_policy *p, uint64_t *out, size_t cap)
 {
     if (p->cfg.kind == PCT_KIND_PB || p->cfg.kind == PCT_KIND_DB) {
@@ -78,6 +83,7 @@ void pct_mirror_counts(pct_policy *p)
     if (!s)
         return;
     s->steps = p->steps;
+    s->yield_steps = p->yield_steps;
     s->overrides = p->overrides;
     s->threads = p->nthreads;
     s->low_set_ever = p->low_ever;

@@ -18,6 +18,7 @@ struct thread {
     bool ever_low;
     uint64_t steps, yields, time;
     bool yielded_since; /* yielded since the last decision */
+    bool after_yield;   /* yielded (not slept) since its last step */
     /* Its pending event, as last described (pct_thread_pending). */
     uint64_t pend_object;
     pct_access pend_access;
@@ -76,6 +77,7 @@ struct pct_policy {
     struct change_point *cps; /* the same, sorted by step */
     size_t ncps, next_cp;
     uint64_t steps;
+    uint64_t yield_steps; /* of them, steps that resumed a yielding thread */
     size_t low_ever;
     uint64_t overrides;
     int64_t naps; /* sleepers' band places given so far */

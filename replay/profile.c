@@ -199,7 +199,8 @@ typedef struct run_counts {
     int died;   /* killed by a signal: its steps end where it died */
     int status; /* the exit status of a run that exited by itself, no BUG line, else -1 */
     uint64_t steps, threads;
-    uint64_t departures; /* gates that gave up waiting (the record's `departures`) */
+    uint64_t yield_steps; /* left out of steps: they resumed a spinning or yielding thread */
+    uint64_t departures;  /* gates that gave up waiting (the record's `departures`) */
     char note[64];
 } run_counts;
 
@@ -275,6 +276,13 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
     out->estimated = !rec && !out->capped;
     if (rec) {
         out->steps = (uint64_t)json_integer_value(json_object_get(rec, "steps"));
+        /* A random schedule preempts lock holders at most of its steps, and
+         * their spinners spin: far more than under a priority policy, whose
+         * change points beyond its runs' ends would be wasted. */
+        out->yield_steps = (uint64_t)json_integer_value(json_object_get(rec, "yield_steps"));
+        if (out->yield_steps > out->steps)
+            out->yield_steps = out->steps;
+        out->steps -= out->yield_steps;
         out->threads = (uint64_t)json_integer_value(json_object_get(rec, "threads"));
         out->departures = (uint64_t)json_integer_value(json_object_get(rec, "departures"));
         json_decref(rec);
@@ -302,6 +310,7 @@ static uint64_t profile_departed;
 /* One round of profiling runs (seeds 0..R-1) and what they counted. */
 typedef struct profile_round {
     uint64_t runs, kmax, nmax;
+    uint64_t yield_steps; /* left out of the runs' steps, all runs */
     char seen[256];
     int estimated, capped;
     uint64_t died;   /* runs killed by a signal */
@@ -482,6 +491,7 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
         pr->died += (uint64_t)rc->died;
         pr->same_status = s == 0 || rc->status == pr->same_status ? rc->status : -1;
         pr->kmax = rc->steps > pr->kmax ? rc->steps : pr->kmax;
+        pr->yield_steps += rc->yield_steps;
         pr->nmax = rc->threads > pr->nmax ? rc->threads : pr->nmax;
         if (sl < sizeof pr->seen - 24)
             sl += (size_t)snprintf(pr->seen + sl, sizeof pr->seen - sl, "%s%" PRIu64, s ? ", " : "",
@@ -500,7 +510,8 @@ static void take_k_n(replay_config *c, const profile_round *pr, int rounds, doub
     if (!c->k) {
         c->k = pr->kmax ? pr->kmax : 1;
         snprintf(c->k_source, sizeof c->k_source,
-                 "the largest of %" PRIu64 " profiling runs' steps", pr->runs);
+                 "the largest of %" PRIu64 " profiling runs' steps%s", pr->runs,
+                 pr->yield_steps ? ", without the steps of spinning or yielding threads" : "");
     }
     if (!c->n)
         c->n = pr->nmax ? pr->nmax : 1;

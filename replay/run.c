@@ -556,6 +556,7 @@ static json_t *run_line(const replay_config *c, seed_run *sr)
     json_object_set_new(o, "signal",
                         sr->r.end == GUEST_SIGNALED ? json_integer(sr->r.status) : json_null());
     set_from_record(o, rec, "steps");
+    set_from_record(o, rec, "yield_steps");
     set_from_record(o, rec, "change_points");
     set_from_record(o, rec, "overrides");
     json_t *sched = rec ? json_object_get(rec, "schedule") : NULL;

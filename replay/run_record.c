@@ -49,8 +49,9 @@ json_t *replay_record_load(const char *path)
     uint64_t ncp = st->nchange_points < PCT_MAX_DEPTH ? st->nchange_points : PCT_MAX_DEPTH;
     for (uint64_t i = 0; cps && i < ncp; i++)
         json_array_append_new(cps, json_integer((json_int_t)st->change_points[i]));
-    rec = json_pack("{s:I, s:I, s:I, s:I, s:o, s:b}", "steps", (json_int_t)st->steps, "threads",
-                    (json_int_t)st->threads, "overrides", (json_int_t)st->overrides, "low_set_ever",
+    rec = json_pack("{s:I, s:I, s:I, s:I, s:I, s:o, s:b}", "steps", (json_int_t)st->steps,
+                    "yield_steps", (json_int_t)st->yield_steps, "threads", (json_int_t)st->threads,
+                    "overrides", (json_int_t)st->overrides, "low_set_ever",
                     (json_int_t)st->low_set_ever, "change_points", cps ? cps : json_array(), "died",
                     1);
     free(st);

@@ -333,6 +333,9 @@ void sched_write_record(void)
     }
     if (rec)
         json_object_set_new(rec, "calls", calls ? calls : json_array());
+    if (rec)
+        json_object_set_new(rec, "yield_steps",
+                            json_integer((json_int_t)pct_policy_yield_steps(s->policy)));
     if (rec && g_plugin.meta.start_code) /* where the program's pcs are (weft_symbols_relocate) */
         json_object_set_new(rec, "start_code", json_integer((json_int_t)g_plugin.meta.start_code));
     if (rec && (s->cfg.kind == PCT_KIND_PB || s->cfg.kind == PCT_KIND_DB)) {

@@ -83,4 +83,27 @@ check "points=pcs: the run passed (status $st)" test "$st" = 0
 check "points=pcs: the libraries' loads left out" \
   grep -q "^recorded *libraries' plain loads only" "$work/pcs.info"
 
+# k leaves out the steps a thread takes right after it yielded or was seen
+# spinning: random schedules preempt the lock's holder at most of their
+# steps, and the other worker spins far more than under PCT.
+run_status st timeout -s KILL 120 "$WEFT" replay --sched random --runs 5 --jobs 2 \
+  --output "$work/k" -- "$WEFT_FIXTURES/spinlock_ok" >"$work/k.log" 2>&1
+k="$(jq -s '.[0].k' "$work/k/runs.jsonl" 2>/dev/null || echo 0)"
+most="$(jq -s 'map(.steps) | max' "$work/k/runs.jsonl" 2>/dev/null || echo 0)"
+check "k without spins: the campaign passes (status $st)" test "$st" = 0
+check "k without spins: the plan line says so" \
+  grep -q "k = $k (the largest of 3 profiling runs' steps, without the steps of spinning or yielding threads)" "$work/k.log"
+check "k without spins: below the random runs' steps (k $k, most $most)" test "$k" -gt 0 -a "$k" -lt "$most"
+# The profiling runs again (random, seeds 0..2, the learnt points): k is
+# their largest count of steps less the steps after a yield or a spin.
+for s in 0 1 2; do
+  run_status st timeout -s KILL 120 "$WEFT" replay --sched random --seed "$s" --steps 1 --threads 3 \
+    --points "visible:$work/k/points.pcs" --output "$work/k$s" -- "$WEFT_FIXTURES/spinlock_ok" \
+    >/dev/null 2>&1
+done
+own="$(cat "$work"/k[012]/runs.jsonl | jq -s 'map(.steps - .yield_steps) | max')"
+spun="$(cat "$work"/k[012]/runs.jsonl | jq -s 'map(.yield_steps) | min')"
+check "k without spins: the profiling runs' largest own steps ($own)" test "$own" = "$k"
+check "k without spins: each profiling run had steps after spins (fewest $spun)" test "$spun" -gt 0
+
 finish

@@ -55,6 +55,41 @@ static void test_choice_counting_by_hand(void **state)
     }
 }
 
+/* The step right after a yield (a spin, sched_yield) counts as a step and
+ * as a yield step, which profiling leaves out of k; the step after a sleep
+ * does not count as one; nor does a step when nobody else is enabled. */
+static void test_yield_steps(void **state)
+{
+    (void)state;
+    pct_kind kinds[] = {PCT_KIND_RANDOM, PCT_KIND_PCT};
+    for (size_t i = 0; i < 2; i++) {
+        pct_policy *p = make(kinds[i], 2, 10, 3, false);
+        pct_thread_created(p, 1, PCT_NO_PARENT);
+        pct_thread_created(p, 2, 1);
+        pct_step(p, 1);
+        assert_int_equal(pct_policy_yield_steps(p), 0);
+        pct_thread_yielded(p, 1);
+        pct_step(p, 1);
+        assert_int_equal(pct_policy_yield_steps(p), 1);
+        pct_step(p, 1); /* the yield was before the previous step */
+        assert_int_equal(pct_policy_yield_steps(p), 1);
+        pct_thread_slept(p, 2, false);
+        pct_step(p, 2);
+        pct_thread_slept(p, 2, true); /* again: demoted like a yield, still a sleep */
+        pct_step(p, 2);
+        assert_int_equal(pct_policy_yield_steps(p), 1);
+        pct_thread_yielded(p, 2);
+        pct_thread_exited(p, 1);
+        pct_step(p, 2); /* alone: no choice, no step */
+        assert_int_equal(pct_policy_yield_steps(p), 1);
+        assert_int_equal(pct_policy_steps(p), 5);
+        pct_status st = {0};
+        pct_policy_mirror(p, &st);
+        assert_true(st.yield_steps == 1);
+        pct_policy_destroy(p);
+    }
+}
+
 /* A change point is a choice step: a thread working alone passes through
  * no change point, whatever k_1 is. */
 static void test_change_points_only_at_choices(void **state)
@@ -209,6 +244,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_choice_counting_by_hand),
         cmocka_unit_test(test_change_points_only_at_choices),
+        cmocka_unit_test(test_yield_steps),
         cmocka_unit_test(test_bad_access_calls),
         cmocka_unit_test(test_old_policies_unchanged),
     };

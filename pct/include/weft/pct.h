@@ -311,6 +311,11 @@ const pct_config *pct_policy_config(const pct_policy *p);
 /* The step counter: choices only unless count_all_steps. A profiling run
  * reads it as k. */
 uint64_t pct_policy_steps(const pct_policy *p);
+/* Of those, the steps a thread took right after it yielded (sched_yield or
+ * a detected spin; not a sleep). How often a spinner spins depends on the
+ * schedule: a random one preempts lock holders at most of its steps, and
+ * its spinners spin far more than under PCT, whose k should not count them. */
+uint64_t pct_policy_yield_steps(const pct_policy *p);
 /* Writes k_1..k_{d-1} (in index order: k_i lowers a thread to priority d - i)
  * into out (at most cap) and returns d - 1 (0 for ideal, random and pos);
  * pb, db: the schedule's deviation positions, c of them. */
@@ -337,6 +342,7 @@ typedef struct pct_status {
     uint64_t steps, overrides, threads, low_set_ever;
     uint64_t nchange_points; /* pct_policy_change_points' count; the first PCT_MAX_DEPTH: */
     uint64_t change_points[PCT_MAX_DEPTH];
+    uint64_t yield_steps;
 } pct_status;
 /* Fills *s now and after every step and decision from here on; NULL stops. */
 void pct_policy_mirror(pct_policy *p, pct_status *s);

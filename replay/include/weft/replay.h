@@ -89,7 +89,7 @@ typedef struct replay_config {
      * shared access (race_points.c). The campaign is a visible one. */
     int race_points;
     char pcs_path[PATH_MAX + 32]; /* the shared-access pcs: SHARED, VISIBLE (profiled), PCS */
-    char k_source[96];            /* where k came from, for campaign.json and the plan line */
+    char k_source[128];           /* where k came from, for campaign.json and the plan line */
     uint64_t npcs;
     int host_parallel;
     int real_sleeps;      /* --real-sleeps: the host sleeps as the program asks */
