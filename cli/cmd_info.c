@@ -20,8 +20,7 @@ weft_trace *cli_open_trace(const char *path, weft_symbols **syms)
     }
     const weft_trace_meta *m = weft_trace_get_meta(t);
     if (m->binary_path && *m->binary_path)
-        weft_symbols_relocate(*syms = weft_symbols_open(m->binary_path, err, sizeof err),
-                              m->start_code);
+        *syms = weft_symbols_open_run(m->binary_path, m, err, sizeof err);
     return t;
 }
 

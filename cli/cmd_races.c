@@ -123,12 +123,14 @@ static int run_races(int argc, char **argv)
     cfg.atomic_locations = !o.plain_atomics;
     cfg.binary = binary;
     cfg.start_code = m->start_code;
+    cfg.objects = m->objects;
+    cfg.nobjects = m->nobjects;
     if (!(d = weft_races_create(&cfg, err, sizeof err))) {
         cli_error("%s", err);
         goto out;
     }
-    if (binary && (syms = weft_symbols_open(binary, err, sizeof err)))
-        weft_symbols_relocate(syms, m->start_code);
+    if (binary)
+        syms = weft_symbols_open_run(binary, m, err, sizeof err);
     if (weft_races_analyze(d, t, err, sizeof err) != 0) {
         cli_error("%s", err);
         goto out;

@@ -114,8 +114,7 @@ static int open_trace(optimize_ctx *c)
     c->meta = weft_trace_get_meta(c->t);
     c->sum = weft_trace_get_summary(c->t);
     if (c->meta->binary_path && *c->meta->binary_path)
-        weft_symbols_relocate(c->syms = weft_symbols_open(c->meta->binary_path, err, sizeof err),
-                              c->meta->start_code);
+        c->syms = weft_symbols_open_run(c->meta->binary_path, c->meta, err, sizeof err);
     return 0;
 }
 

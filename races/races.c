@@ -25,7 +25,8 @@ weft_races *weft_races_create(const weft_races_config *cfg, char *err, size_t er
     d->cfg = cfg ? *cfg : weft_races_config_default();
     d->cfg.binary = NULL; /* not kept: the caller owns the string */
     if (cfg && cfg->binary && !cfg->classify) {
-        if (!(d->code = races_code_open(cfg->binary, cfg->start_code, err, errlen))) {
+        if (!(d->code = races_code_open(cfg->binary, cfg->start_code, cfg->objects, cfg->nobjects,
+                                        err, errlen))) {
             free(d);
             return NULL;
         }
@@ -312,7 +313,8 @@ static int race_found(void *ctx, const sh_access *prev, uint32_t prev_thread, co
 static int on_access(weft_races *d, rthread *t, uint32_t i, const weft_event *ev)
 {
     if ((ev->flags & WEFT_EVF_STACK) || ev->size == 0 ||
-        (d->code && races_code_in_got(d->code, ev->addr)))
+        (d->code &&
+         (races_code_in_got(d->code, ev->addr) || races_code_in_loader(d->code, ev->pc))))
         return 0;
     cur_access cur = {.thread = i, .C = &t->C, .id = ++d->access_id};
     cur.a = (sh_access){

@@ -63,11 +63,17 @@ struct races_code {
     code_segment *segs;
     size_t nsegs;
     uint64_t bias; /* run-time pc - link-time pc */
-    /* The program's .got and .got.plt, link-time: the dynamic loader fills
-     * a lazy-bound entry at a thread's first call while other threads read
-     * it in their PLT stubs, unsynchronized by design (an aligned 8-byte
-     * store of the same value any reader would resolve). */
-    uint64_t got_lo[2], got_hi[2];
+    /* The .got and .got.plt of the program and its shared objects,
+     * run-time: the dynamic loader fills a lazy-bound entry at a thread's
+     * first call while other threads read it in their PLT stubs,
+     * unsynchronized by design (an aligned 8-byte store of the same value
+     * any reader would resolve). */
+    uint64_t got_lo[2 * (WEFT_TRACE_MAX_OBJECTS + 1)], got_hi[2 * (WEFT_TRACE_MAX_OBJECTS + 1)];
+    size_t ngot;
+    /* The dynamic loader's code, run-time: after start-up it binds lazily
+     * and sets up TLS, with bookkeeping of its own that it leaves unlocked
+     * where threads cannot disagree; none of it is the program's race. */
+    uint64_t ld_lo, ld_hi;
 };
 
 void races_code_close(races_code *c)
@@ -122,29 +128,57 @@ static int load_segments(races_code *c, Elf *elf, int fd, const char *path, char
     return 0;
 }
 
-static void find_got(races_code *c, Elf *elf)
+static void find_got(races_code *c, Elf *elf, uint64_t bias)
 {
-    size_t shstrndx, k = 0;
+    size_t shstrndx;
     if (elf_getshdrstrndx(elf, &shstrndx) != 0)
         return;
-    for (Elf_Scn *scn = NULL; k < 2 && (scn = elf_nextscn(elf, scn));) {
+    for (Elf_Scn *scn = NULL;
+         c->ngot < sizeof c->got_lo / sizeof c->got_lo[0] && (scn = elf_nextscn(elf, scn));) {
         GElf_Shdr sh;
         const char *n;
         if (gelf_getshdr(scn, &sh) && (n = elf_strptr(elf, shstrndx, sh.sh_name)) &&
             (!strcmp(n, ".got") || !strcmp(n, ".got.plt")) && sh.sh_size) {
-            c->got_lo[k] = sh.sh_addr;
-            c->got_hi[k++] = sh.sh_addr + sh.sh_size;
+            c->got_lo[c->ngot] = sh.sh_addr + bias;
+            c->got_hi[c->ngot++] = sh.sh_addr + bias + sh.sh_size;
         }
     }
 }
 
+int races_code_in_loader(const races_code *c, uint64_t pc)
+{
+    return pc >= c->ld_lo && pc < c->ld_hi;
+}
+
 int races_code_in_got(const races_code *c, uint64_t addr)
 {
-    addr -= c->bias;
-    for (int k = 0; k < 2; k++)
+    for (size_t k = 0; k < c->ngot; k++)
         if (addr >= c->got_lo[k] && addr < c->got_hi[k])
             return 1;
     return 0;
+}
+
+/* A shared object's GOT, placed where the run had the object: qemu mapped
+ * its file offset `offset` at lo. */
+static void object_got(races_code *c, const weft_trace_object *o)
+{
+    int fd = open(o->path, O_RDONLY | O_CLOEXEC);
+    Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+    size_t n;
+    if (elf && elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &n) == 0) {
+        for (size_t i = 0; i < n; i++) {
+            GElf_Phdr ph;
+            if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+                o->offset + 4096 > ph.p_offset && o->offset < ph.p_offset + ph.p_filesz) {
+                find_got(c, elf, o->lo - (ph.p_vaddr - ph.p_offset + o->offset));
+                break;
+            }
+        }
+    }
+    if (elf)
+        elf_end(elf);
+    if (fd >= 0)
+        close(fd);
 }
 
 /* A position-independent program's code is where qemu's start_code says,
@@ -161,7 +195,8 @@ static void place(races_code *c, Elf *elf, uint64_t start_code)
     c->bias = start_code - lo;
 }
 
-races_code *races_code_open(const char *path, uint64_t start_code, char *err, size_t errlen)
+races_code *races_code_open(const char *path, uint64_t start_code, const weft_trace_object *objects,
+                            uint32_t nobjects, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -176,7 +211,13 @@ races_code *races_code_open(const char *path, uint64_t start_code, char *err, si
         races_fail(err, errlen, "%s: not an ELF executable", path);
     } else if (load_segments(c, elf, fd, path, err, errlen) == 0) {
         place(c, elf, start_code);
-        find_got(c, elf);
+        find_got(c, elf, c->bias);
+        for (uint32_t i = 0; i < nobjects; i++) {
+            object_got(c, &objects[i]);
+            const char *base = strrchr(objects[i].path, '/');
+            if (!strncmp(base ? base + 1 : objects[i].path, "ld-linux", 8))
+                c->ld_lo = objects[i].lo, c->ld_hi = objects[i].hi;
+        }
         elf_end(elf);
         close(fd);
         return c;

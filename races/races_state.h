@@ -140,9 +140,13 @@ int shadow_access(shadow *s, uint32_t gi, uint64_t gno, uint8_t mask, const cur_
 /* ---- instructions (races_insn.c) ----------------------------------------------- */
 
 typedef struct races_code races_code;
-races_code *races_code_open(const char *path, uint64_t start_code, char *err, size_t errlen);
-/* Is addr in the program's GOT (whose lazy binding is racy by design)? */
+races_code *races_code_open(const char *path, uint64_t start_code, const weft_trace_object *objects,
+                            uint32_t nobjects, char *err, size_t errlen);
+/* Is addr in a GOT of the program's or its objects' (lazy binding is racy
+ * by design)? */
 int races_code_in_got(const races_code *c, uint64_t addr);
+/* Is pc in the dynamic loader's code? */
+int races_code_in_loader(const races_code *c, uint64_t pc);
 void races_code_close(races_code *c);
 /* weft_races_classify_fn over the code's executable segments. */
 unsigned races_code_classify(void *code, uint64_t pc);

@@ -134,6 +134,8 @@ static int find_races(weft_trace *t, replay_explanation *x, char *err, size_t er
     if (access(x->binary, R_OK) == 0)
         cfg.binary = x->binary;
     cfg.start_code = weft_trace_get_meta(t)->start_code;
+    cfg.objects = weft_trace_get_meta(t)->objects;
+    cfg.nobjects = weft_trace_get_meta(t)->nobjects;
     weft_races *d = weft_races_create(&cfg, err, errlen);
     if (!d)
         return -1;
@@ -151,15 +153,11 @@ static int find_races(weft_trace *t, replay_explanation *x, char *err, size_t er
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    weft_symbols *syms = x->binary[0] ? weft_symbols_open(x->binary, err, errlen) : NULL;
-    weft_symbols_relocate(syms, x->start_code);
     for (size_t i = 0; i < x->nraces; i++) {
         x->races[i].race = *weft_races_get(d, i);
-        name_address(syms, x->races[i].race.addr, x->races[i].variable,
+        name_address(x->syms, x->races[i].race.addr, x->races[i].variable,
                      sizeof x->races[i].variable);
     }
-    if (syms)
-        weft_symbols_close(syms);
     weft_races_free(d);
     return 0;
 }
@@ -193,7 +191,8 @@ int replay_explanation_load(const char *dir, uint64_t seed, replay_explanation *
     const weft_trace_meta *meta = weft_trace_get_meta(t);
     if (meta->binary_path && !realpath(meta->binary_path, x->binary))
         x->binary[0] = 0;
-    x->start_code = meta->start_code;
+    char serr[256];
+    x->syms = x->binary[0] ? weft_symbols_open_run(x->binary, meta, serr, sizeof serr) : NULL;
     int rc = find_races(t, x, err, errlen);
     if (rc == 0)
         rc = scan_trace(t, x, err, errlen);
@@ -206,6 +205,8 @@ int replay_explanation_load(const char *dir, uint64_t seed, replay_explanation *
 void replay_explanation_free(replay_explanation *x)
 {
     replay_switch_log_free(&x->log);
+    weft_symbols_close(x->syms);
+    x->syms = NULL;
     free(x->races);
     x->races = NULL;
     x->nraces = 0;
@@ -359,14 +360,10 @@ static void print_races(const replay_explanation *x, weft_symbols *syms, FILE *o
 
 void replay_explanation_print(const replay_explanation *x, FILE *out)
 {
-    char err[512];
-    weft_symbols *syms = x->binary[0] ? weft_symbols_open(x->binary, err, sizeof err) : NULL;
-    weft_symbols_relocate(syms, x->start_code);
+    weft_symbols *syms = x->syms;
     fprintf(out, "seed %" PRIu64 ": %s%s%s\n", x->seed, x->verdict, x->detail[0] ? ": " : "",
             x->detail);
     print_switches(x, syms, out);
     print_races(x, syms, out);
     fprintf(out, "verdict: %s%s%s\n", x->verdict, x->detail[0] ? ": " : "", x->detail);
-    if (syms)
-        weft_symbols_close(syms);
 }

@@ -275,8 +275,11 @@ static int collect_race_pcs(learn_points *p, const char *path)
     weft_races_config cfg = weft_races_config_default();
     cfg.binary = p->binary && access(p->binary, R_OK) == 0 ? p->binary : NULL;
     weft_trace *t = weft_trace_open(path, err, sizeof err);
-    if (t)
+    if (t) {
         cfg.start_code = weft_trace_get_meta(t)->start_code;
+        cfg.objects = weft_trace_get_meta(t)->objects;
+        cfg.nobjects = weft_trace_get_meta(t)->nobjects;
+    }
     weft_races *d = t ? weft_races_create(&cfg, err, sizeof err) : NULL;
     if (!d || weft_races_analyze(d, t, err, sizeof err)) {
         weft_error("profiling: races: %s", err);

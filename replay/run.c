@@ -276,8 +276,7 @@ static void describe_waits(const char *trace_path, const char *binary, json_t *r
     const weft_trace_summary *s = weft_trace_get_summary(t);
     uint32_t nt = s->nthreads;
     thread_tail *tails = read_tails(t, nt);
-    weft_symbols *syms = weft_symbols_open(binary, err, sizeof err);
-    weft_symbols_relocate(syms, weft_trace_get_meta(t)->start_code);
+    weft_symbols *syms = weft_symbols_open_run(binary, weft_trace_get_meta(t), err, sizeof err);
     size_t n = strlen(detail);
     for (uint32_t i = 0; tails && i < nt; i++) {
         const thread_tail *tt = &tails[i];

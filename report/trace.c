@@ -168,9 +168,7 @@ int report_trace_load(const char *path, report_trace *rt, char *err, size_t errl
     rt->sum = weft_trace_get_summary(rt->t);
     char serr[256];
     if (rt->meta->binary_path)
-        weft_symbols_relocate(rt->syms =
-                                  weft_symbols_open(rt->meta->binary_path, serr, sizeof serr),
-                              rt->meta->start_code);
+        rt->syms = weft_symbols_open_run(rt->meta->binary_path, rt->meta, serr, sizeof serr);
     uint64_t total = weft_trace_event_count(rt->t);
     rt->total = total;
     size_t cap = total < REPORT_MAX_EVENTS ? (size_t)total : REPORT_MAX_EVENTS;

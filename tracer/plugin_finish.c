@@ -159,6 +159,9 @@ void plugin_finish(uint32_t extra_flags)
     sched_write_record();
     inject_write_report(g_plugin.cfg.injected);
     spec_finish();
+    if (!g_plugin.sched
+             .policy) /* and what it dlopened since; a replay's run keeps the first look */
+        plugin_note_objects();
     finish_writer(&sum, &st);
     free(tt);
 }

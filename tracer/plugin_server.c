@@ -452,9 +452,10 @@ void server_at_syscall(vcpu_state *v, int64_t num, uint64_t a1)
 {
     switch (num) {
     case NR_CLONE:
-        if (a1 & CLONE_THREAD)
+        if (a1 & CLONE_THREAD) {
+            plugin_note_objects(); /* once, for every child */
             serve(v);
-        else
+        } else
             decline("forks before its first thread (the child would be every run's)");
         break;
     case NR_EXECVE:

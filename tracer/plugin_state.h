@@ -350,6 +350,10 @@ int plugin_parse_args(int argc, char **argv);
  * arguments move with a position-independent program. */
 void plugin_args_relocate(uint64_t start_code);
 
+/* plugin_objects.c: the guest's shared objects as they are mapped now,
+ * into the meta and the writer if there is one (weft_trace_writer_set_loaded). */
+void plugin_note_objects(void);
+
 /* plugin_insn.c */
 void *plugin_arena_alloc(size_t n);
 int insn_tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n);

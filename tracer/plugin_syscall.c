@@ -474,6 +474,10 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
         ct->sync_pe = v->sync_pe;
         if (child == 1 && !g_plugin.parallel_from_start)
             atomic_store(&g_plugin.tb_flush_pending, v->pe);
+        /* The program's libraries are loaded by now (a fork server's child
+         * has them from the server, which looked before it forked). */
+        if (child == 1 && !(g_plugin.sched.policy && g_plugin.meta.nobjects))
+            plugin_note_objects();
         atomic_store(&g_plugin.threads[child].ready, 1);
     }
 }

@@ -185,9 +185,16 @@ static void load_exec_segments(weft_symbols *s, const GElf_Ehdr *eh)
     s->pie = eh->e_type == ET_DYN;
     if (elf_getphdrnum(s->elf, &n) != 0)
         return;
-    for (size_t i = 0; i < n && s->nexec < sizeof s->exec_lo / sizeof s->exec_lo[0]; i++) {
+    s->load_lo = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
         GElf_Phdr ph;
-        if (gelf_getphdr(s->elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+        if (!gelf_getphdr(s->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+            continue;
+        if (ph.p_vaddr < s->load_lo)
+            s->load_lo = ph.p_vaddr;
+        if (ph.p_vaddr + ph.p_memsz > s->load_hi)
+            s->load_hi = ph.p_vaddr + ph.p_memsz;
+        if ((ph.p_flags & PF_X) && s->nexec < sizeof s->exec_lo / sizeof s->exec_lo[0]) {
             s->exec_lo[s->nexec] = ph.p_vaddr;
             s->exec_hi[s->nexec++] = ph.p_vaddr + ph.p_memsz;
         }
@@ -247,9 +254,66 @@ void weft_symbols_relocate(weft_symbols *s, uint64_t start_code)
     }
 }
 
-int64_t weft_symbols_bias(const weft_symbols *s)
+/* The link-time address of file offset `offset` in a loaded segment of o:
+ * qemu mapped that offset at the object's run-time lo. */
+static int offset_vaddr(weft_symbols *o, uint64_t offset, uint64_t *vaddr)
 {
-    return s ? s->bias : 0;
+    size_t n;
+    if (elf_getphdrnum(o->elf, &n) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(o->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+            offset + 4096 > ph.p_offset && offset < ph.p_offset + ph.p_filesz) {
+            *vaddr = ph.p_vaddr - ph.p_offset + offset;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void weft_symbols_place(weft_symbols *s, uint64_t start_code, const weft_trace_object *objects,
+                        uint32_t n)
+{
+    if (!s)
+        return;
+    weft_symbols_relocate(s, start_code);
+    if (s->nobjects)
+        return; /* placed already */
+    for (uint32_t i = 0; i < n; i++) {
+        char err[256];
+        weft_symbols *o = weft_symbols_open(objects[i].path, err, sizeof err);
+        uint64_t v;
+        if (!o || offset_vaddr(o, objects[i].offset, &v) < 0) {
+            weft_symbols_close(o); /* stripped of every symbol, or gone: its pcs stay unnamed */
+            continue;
+        }
+        o->bias = (int64_t)(objects[i].lo - v);
+        weft_symbols **vo = realloc(s->objects, (s->nobjects + 1) * sizeof *vo);
+        uint64_t *lo = realloc(s->obj_lo, (s->nobjects + 1) * sizeof *lo);
+        if (vo)
+            s->objects = vo;
+        if (lo)
+            s->obj_lo = lo;
+        uint64_t *hi = vo && lo ? realloc(s->obj_hi, (s->nobjects + 1) * sizeof *hi) : NULL;
+        if (!hi) {
+            weft_symbols_close(o);
+            break;
+        }
+        s->obj_hi = hi;
+        s->objects[s->nobjects] = o;
+        s->obj_lo[s->nobjects] = objects[i].lo;
+        s->obj_hi[s->nobjects++] = objects[i].hi;
+    }
+}
+
+weft_symbols *weft_symbols_open_run(const char *binary, const weft_trace_meta *meta, char *err,
+                                    size_t errlen)
+{
+    weft_symbols *s = weft_symbols_open(binary, err, errlen);
+    if (s && meta)
+        weft_symbols_place(s, meta->start_code, meta->objects, meta->nobjects);
+    return s;
 }
 
 static bool in_exec(const weft_symbols *s, uint64_t addr)
@@ -258,6 +322,25 @@ static bool in_exec(const weft_symbols *s, uint64_t addr)
         if (addr >= s->exec_lo[i] && addr < s->exec_hi[i])
             return true;
     return s->nexec == 0; /* no program headers: cannot tell */
+}
+
+/* The shared object whose code holds pc, or whose segments hold a data
+ * address (code = false). */
+static weft_symbols *object_at(const weft_symbols *s, uint64_t a, bool code)
+{
+    for (size_t i = 0; i < s->nobjects; i++) {
+        weft_symbols *o = s->objects[i];
+        uint64_t link = a - (uint64_t)o->bias;
+        if (code ? a >= s->obj_lo[i] && a < s->obj_hi[i] && in_exec(o, link)
+                 : link >= o->load_lo && link < o->load_hi)
+            return o;
+    }
+    return NULL;
+}
+
+int64_t weft_symbols_bias(const weft_symbols *s)
+{
+    return s ? s->bias : 0;
 }
 
 /* The symbol containing addr, if any. Sized symbols contain
@@ -313,6 +396,10 @@ int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const c
 {
     pc_info tmp = {0}, *info = &tmp;
     bool inserted = false;
+    weft_symbols *o =
+        s->nobjects && !in_exec(s, pc - (uint64_t)s->bias) ? object_at(s, pc, true) : NULL;
+    if (o)
+        return weft_symbols_pc(o, pc, function, file, line);
     pc -= (uint64_t)s->bias;
     uint64_t *slot = trc_addrmap_get(&s->pc_cache, pc, &inserted);
     if (slot && !inserted && *slot) {
@@ -349,8 +436,11 @@ int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const c
 
 int weft_symbols_data(weft_symbols *s, uint64_t addr, const char **name, uint64_t *offset)
 {
+    const sym *o = find_sym(s->objs, s->nobjs, addr - (uint64_t)s->bias, false);
+    weft_symbols *in = !o && s->nobjects ? object_at(s, addr, false) : NULL;
+    if (in)
+        return weft_symbols_data(in, addr, name, offset);
     addr -= (uint64_t)s->bias;
-    const sym *o = find_sym(s->objs, s->nobjs, addr, false);
     if (name)
         *name = o ? o->name : NULL;
     if (offset)
@@ -421,6 +511,11 @@ void weft_symbols_close(weft_symbols *s)
         elf_end(s->elf);
     if (s->fd >= 0)
         close(s->fd);
+    for (size_t i = 0; i < s->nobjects; i++)
+        weft_symbols_close(s->objects[i]);
+    free(s->objects);
+    free(s->obj_lo);
+    free(s->obj_hi);
     for (size_t i = 0; i < s->nplt; i++)
         free(s->plt_names[i]);
     free(s->plt_names);

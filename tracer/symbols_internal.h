@@ -44,8 +44,14 @@ struct weft_symbols {
      * this binary's, whatever symbol precedes it. */
     uint64_t exec_lo[8], exec_hi[8];
     size_t nexec;
-    bool pie;     /* ET_DYN: loaded wherever qemu chooses */
-    int64_t bias; /* run-time address - link-time address (weft_symbols_relocate) */
+    bool pie;                  /* ET_DYN: loaded wherever qemu chooses */
+    int64_t bias;              /* run-time address - link-time address (weft_symbols_relocate) */
+    uint64_t load_lo, load_hi; /* all its PT_LOAD segments, link-time */
+    /* The run's shared objects (weft_symbols_place), each with its bias;
+     * lo, hi: its executable mapping, run-time. */
+    struct weft_symbols **objects;
+    uint64_t *obj_lo, *obj_hi;
+    size_t nobjects;
 };
 
 /* Each stub of a dynamic binary's lazy PLT with the function it calls

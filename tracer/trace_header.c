@@ -77,7 +77,7 @@ bool trc_frames_wanted(void)
 }
 
 size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint32_t version,
-                         uint32_t zstd_level, uint8_t **out)
+                         uint32_t zstd_level, size_t pad_to, uint8_t **out)
 {
     growbuf b = {0};
     const weft_trace_settings *s = &m->settings;
@@ -111,6 +111,22 @@ size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint32_t
         gb_u32(&b, s->record & WEFT_RECORD_ALL ? s->record & WEFT_RECORD_FLAGS : WEFT_RECORD_ALL);
         gb_u32(&b, zstd_level);
         gb_u64(&b, m->start_code);
+        uint32_t no = m->nobjects > WEFT_TRACE_MAX_OBJECTS ? WEFT_TRACE_MAX_OBJECTS : m->nobjects;
+        gb_u32(&b, no);
+        for (uint32_t i = 0; i < no; i++) {
+            gb_u64(&b, m->objects[i].lo);
+            gb_u64(&b, m->objects[i].hi);
+            gb_u64(&b, m->objects[i].offset);
+            gb_str(&b, m->objects[i].path);
+        }
+        /* A spool's header keeps room to be rewritten in place with more
+         * objects (weft_trace_writer_set_loaded): zeros to pad_to bytes. */
+        size_t fixed = b.n + 4 + 4; /* this length field and the CRC */
+        uint32_t pad = pad_to > fixed ? (uint32_t)(pad_to - fixed) : 0;
+        gb_u32(&b, pad);
+        uint8_t *z = gb_room(&b, pad);
+        if (z)
+            memset(z, 0, pad);
     }
     uint8_t *crcp = gb_room(&b, 4);
     if (b.oom || b.n > UINT32_MAX || !crcp) {
@@ -165,6 +181,32 @@ static char *cur_str(cursor *c)
     memcpy(s, p, n);
     s[n] = 0;
     return s;
+}
+
+/* The shared objects and the padding after them. */
+static int parse_objects(cursor *c, weft_trace_meta *m)
+{
+    uint32_t n = cur_u32(c);
+    if (c->bad || n > WEFT_TRACE_MAX_OBJECTS)
+        return -1;
+    if (n && !(m->objects = calloc(n, sizeof *m->objects)))
+        return -1;
+    for (uint32_t i = 0; i < n && !c->bad; i++) {
+        weft_trace_object *o = &m->objects[i];
+        o->lo = cur_u64(c);
+        o->hi = cur_u64(c);
+        o->offset = cur_u64(c);
+        o->path = cur_str(c);
+        m->nobjects = i + 1;
+        if (o->hi <= o->lo)
+            c->bad = true;
+    }
+    uint32_t pad = cur_u32(c);
+    const uint8_t *z = cur_take(c, pad);
+    for (uint32_t i = 0; z && i < pad; i++)
+        if (z[i])
+            c->bad = true;
+    return c->bad ? -1 : 0;
 }
 
 int trc_header_parse(const uint8_t *buf, size_t len, weft_trace_meta *m, char *why, size_t whylen)
@@ -226,9 +268,15 @@ int trc_header_parse(const uint8_t *buf, size_t len, weft_trace_meta *m, char *w
     if (m->version >= 2) {
         s->record = cur_u32(&c);
         m->zstd_level = cur_u32(&c);
-        /* Traces before start_code end here. */
-        if ((size_t)(c.end - c.p) == 8)
+        /* Traces before start_code end here, and those before the objects
+         * after it. */
+        if (c.p != c.end)
             m->start_code = cur_u64(&c);
+        if (c.p != c.end && parse_objects(&c, m) < 0) {
+            trc_seterr(why, whylen, "corrupt header (shared objects)");
+            trc_meta_free(m);
+            return -1;
+        }
         if (!c.bad && (!(s->record & WEFT_RECORD_ALL) || s->record & ~WEFT_RECORD_FLAGS)) {
             trc_seterr(why, whylen, "corrupt header (recorded events 0x%x)", s->record);
             trc_meta_free(m);
@@ -265,6 +313,12 @@ int trc_meta_copy(weft_trace_meta *dst, const weft_trace_meta *src)
             return -1;
         }
     }
+    dst->objects = NULL;
+    dst->nobjects = 0;
+    if (trc_meta_set_objects(dst, src->objects, src->nobjects) < 0) {
+        trc_meta_free(dst);
+        return -1;
+    }
     if (dst->build_id_len > sizeof dst->build_id)
         dst->build_id_len = sizeof dst->build_id;
     if (dst->settings.nranges > WEFT_TRACE_MAX_RANGES)
@@ -273,8 +327,37 @@ int trc_meta_copy(weft_trace_meta *dst, const weft_trace_meta *src)
     return 0;
 }
 
+int trc_meta_set_objects(weft_trace_meta *m, const weft_trace_object *o, uint32_t n)
+{
+    if (n > WEFT_TRACE_MAX_OBJECTS)
+        n = WEFT_TRACE_MAX_OBJECTS;
+    weft_trace_object *v = n ? calloc(n, sizeof *v) : NULL;
+    if (n && !v)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        v[i] = o[i];
+        if (!(v[i].path = dupstr(o[i].path))) {
+            for (uint32_t j = 0; j < i; j++)
+                free(v[j].path);
+            free(v);
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < m->nobjects; i++)
+        free(m->objects[i].path);
+    free(m->objects);
+    m->objects = v;
+    m->nobjects = n;
+    return 0;
+}
+
 void trc_meta_free(weft_trace_meta *m)
 {
+    for (uint32_t i = 0; i < m->nobjects; i++)
+        free(m->objects[i].path);
+    free(m->objects);
+    m->objects = NULL;
+    m->nobjects = 0;
     free(m->binary_path);
     if (m->argv)
         for (uint32_t i = 0; i < m->argc; i++)

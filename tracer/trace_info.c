@@ -266,6 +266,11 @@ static void print_header(weft_trace *t, FILE *out)
     }
     if (m->start_code) /* names the pcs of a position-independent program */
         fprintf(out, "\ncode at        0x%" PRIx64, m->start_code);
+    for (uint32_t i = 0; i < m->nobjects; i++) { /* and those of its libraries */
+        const char *base = strrchr(m->objects[i].path, '/');
+        fprintf(out, "%s%s at 0x%" PRIx64, i ? ", " : "\nobjects        ",
+                base ? base + 1 : m->objects[i].path, m->objects[i].lo);
+    }
     fprintf(out, "\nargv          ");
     for (uint32_t i = 0; i < m->argc; i++) {
         /* Quote arguments that would not read back as one word. */

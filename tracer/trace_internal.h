@@ -372,15 +372,21 @@ size_t trc_chunk_build(uint8_t *out, uint32_t thread, const weft_event *ev, size
 #define STOP_SIZE 16           /* magic, reason, crc of the first 8 bytes, 0 */
 
 /* ---- header (trace and spool share it, only the magic differs) ---- */
-/* Encode meta into a malloc'd buffer as format `version` (1 or 2; the
- * level is recorded from 2 on); returns its length or 0 on overflow. */
+/* Encode meta into a malloc'd buffer as format `version` (the level is
+ * recorded from 2 on, and from 2 on the header is zero-padded up to pad_to
+ * bytes if shorter); returns its length or 0 on overflow. */
 size_t trc_header_encode(const weft_trace_meta *m, const char magic[8], uint32_t version,
-                         uint32_t zstd_level, uint8_t **out);
+                         uint32_t zstd_level, size_t pad_to, uint8_t **out);
+/* A spool's header has this much room beyond what it needs at open, for
+ * the shared objects learnt as the run goes (weft_trace_writer_set_loaded). */
+#define SPOOL_OBJECTS_ROOM 768
 /* Parse a complete header buffer (length already checked against header_len).
  * Returns 0 or -1 with a reason (no path) in why. */
 int trc_header_parse(const uint8_t *buf, size_t len, weft_trace_meta *m, char *why, size_t whylen);
 int trc_meta_copy(weft_trace_meta *dst, const weft_trace_meta *src);
 void trc_meta_free(weft_trace_meta *m);
+/* m's objects become copies of o[0..n) (at most WEFT_TRACE_MAX_OBJECTS). */
+int trc_meta_set_objects(weft_trace_meta *m, const weft_trace_object *o, uint32_t n);
 
 /* ---- footer ---- */
 size_t trc_footer_encode(const weft_trace_summary *s, uint64_t nevents, uint64_t nblocks,

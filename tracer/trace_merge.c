@@ -268,7 +268,7 @@ static int out_open(merge_out *w, const weft_trace_meta *meta, const trc_spool_i
     int level = trc_zstd_level();
     w->version = !level ? 1 : trc_frames_wanted() ? 3 : 4;
     uint8_t *hdr = NULL;
-    size_t hlen = trc_header_encode(meta, TRC_MAGIC, w->version, (uint32_t)level, &hdr);
+    size_t hlen = trc_header_encode(meta, TRC_MAGIC, w->version, (uint32_t)level, 0, &hdr);
     if (!hlen) {
         free(hdr);
         trc_seterr(err, errlen, "%s: trace header too large", path);

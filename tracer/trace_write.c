@@ -113,7 +113,12 @@ weft_trace_writer *weft_trace_writer_open(const char *path, const weft_trace_met
     }
     /* The spool starts with the meta so that salvage needs nothing else. */
     uint8_t *hdr;
-    size_t hlen = trc_header_encode(&w->meta, SPOOL_MAGIC, WEFT_TRACE_VERSION, 0, &hdr);
+    size_t hlen = trc_header_encode(&w->meta, SPOOL_MAGIC, WEFT_TRACE_VERSION, 0, 0, &hdr);
+    if (hlen) {
+        free(hdr);
+        hlen = trc_header_encode(&w->meta, SPOOL_MAGIC, WEFT_TRACE_VERSION, 0,
+                                 hlen + SPOOL_OBJECTS_ROOM, &hdr);
+    }
     if (!hlen) {
         trc_seterr(err, errlen, "%s: trace header too large", path);
         unlink(w->spool_path);
@@ -188,20 +193,29 @@ void weft_trace_writer_set_loaded(weft_trace_writer *w, const weft_trace_meta *m
         return;
     pthread_mutex_lock(&w->lock);
     weft_trace_settings *s = &w->meta.settings;
-    if (w->meta.start_code != m->start_code ||
-        memcmp(s->range_lo, m->settings.range_lo, sizeof s->range_lo) ||
-        memcmp(s->range_hi, m->settings.range_hi, sizeof s->range_hi)) {
-        w->meta.start_code = m->start_code;
-        memcpy(s->range_lo, m->settings.range_lo, sizeof s->range_lo);
-        memcpy(s->range_hi, m->settings.range_hi, sizeof s->range_hi);
-        /* The same length as the header written at open: the field was
-         * there, 0. A failed rewrite costs a salvaged trace its names only. */
-        uint8_t *hdr;
-        size_t hlen = trc_header_encode(&w->meta, SPOOL_MAGIC, WEFT_TRACE_VERSION, 0, &hdr);
-        if (hlen && hlen == w->spool_hdr_len && pwrite(w->fd, hdr, hlen, 0) != (ssize_t)hlen)
-            fprintf(stderr, "weft: %s: cannot update the spool's header\n", w->spool_path);
+    w->meta.start_code = m->start_code;
+    memcpy(s->range_lo, m->settings.range_lo, sizeof s->range_lo);
+    memcpy(s->range_hi, m->settings.range_hi, sizeof s->range_hi);
+    if (trc_meta_set_objects(&w->meta, m->objects, m->nobjects) < 0)
+        trc_meta_set_objects(&w->meta, NULL, 0);
+    /* In the room the header was given at open, objects dropped from the
+     * end if need be; a failed rewrite costs a salvaged trace names only. */
+    uint8_t *hdr = NULL;
+    size_t hlen;
+    uint32_t keep = w->meta.nobjects;
+    for (;;) {
+        weft_trace_meta fit = w->meta;
+        fit.nobjects = keep;
+        hlen = trc_header_encode(&fit, SPOOL_MAGIC, WEFT_TRACE_VERSION, 0, w->spool_hdr_len, &hdr);
+        if (hlen <= w->spool_hdr_len || keep == 0)
+            break;
         free(hdr);
+        hdr = NULL;
+        keep--;
     }
+    if (hlen == w->spool_hdr_len && pwrite(w->fd, hdr, hlen, 0) != (ssize_t)hlen)
+        fprintf(stderr, "weft: %s: cannot update the spool's header\n", w->spool_path);
+    free(hdr);
     pthread_mutex_unlock(&w->lock);
 }
 

@@ -195,9 +195,9 @@ expect "info: newer format version" 1 \
   "weft: v5.wtr: trace format version 5 is newer than this weft supports (4)" "$WEFT" info v5.wtr
 poke hdr.wtr 20
 expect "info: corrupt header" 1 "weft: hdr.wtr: corrupt header (checksum mismatch)" "$WEFT" info hdr.wtr
-# The first frame starts right after the 152-byte header (binary path "./lu").
+# The first frame starts right after the 160-byte header (binary path "./lu").
 poke blk.wtr 200
-expect "info: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 152 (checksum mismatch)" \
+expect "info: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 160 (checksum mismatch)" \
   "$WEFT" info blk.wtr
 poke foot.wtr $(($(stat -c %s lu.wtr) - 30))
 expect "info: corrupt footer" 1 "weft: foot.wtr: corrupt footer (checksum mismatch)" "$WEFT" info foot.wtr
@@ -238,7 +238,7 @@ expect "export: truncated trace" 1 "weft: cut.wtr: truncated (no trailer at the 
   "$WEFT" export -o x.json cut.wtr
 expect "optimize: newer format version" 1 \
   "weft: v5.wtr: trace format version 5 is newer than this weft supports (4)" "$WEFT" optimize v5.wtr
-expect "optimize: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 152 (checksum mismatch)" \
+expect "optimize: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 160 (checksum mismatch)" \
   "$WEFT" optimize blk.wtr -o p.json
 check "export/optimize of bad traces: no output" test ! -e x.json -a ! -e p.json
 

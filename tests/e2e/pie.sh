@@ -14,6 +14,8 @@ check "trace: exits 0 (status $st)" test "$st" = 0
 "$WEFT" info "$work/t.wtr" >"$work/info" 2>&1
 check "info: says where the code was loaded" grep -Eq '^code at +0x[0-9a-f]+$' "$work/info"
 check "info: names counter among the shared variables" grep -Eq '^  counter: ' "$work/info"
+check "info: lists the shared objects and where they were" \
+  grep -Eq '^objects +ld-linux-aarch64.so.1 at 0x[0-9a-f]+, libc.so.6 at 0x[0-9a-f]+' "$work/info"
 run_status st "$WEFT" races "$work/t.wtr" >"$work/races" 2>&1
 check "races: on counter" grep -q "^race 1 on counter (0x" "$work/races"
 check "races: the accesses are in worker, with their lines" \
@@ -66,6 +68,7 @@ if aarch64-linux-gnu-gcc -g -O1 -pthread -o "$work/segv" "$work/segv.c"; then
   "$WEFT" info "$work/s.wtr" >"$work/sinfo" 2>&1
   check "crash: the salvaged trace knows the load address" grep -Eq '^code at +0x[0-9a-f]+$' "$work/sinfo"
   check "crash: and names p" grep -Eq '^  p: ' "$work/sinfo"
+  check "crash: and knows the shared objects" grep -Eq '^objects +.*libc.so.6 at 0x' "$work/sinfo"
 else
   fail "aarch64-linux-gnu-gcc cannot build a test program"
 fi
@@ -150,6 +153,9 @@ if aarch64-linux-gnu-gcc -g -O2 -pthread -o "$work/spin" "$work/spin.c"; then
   run_status st "$WEFT" races "$tr" >"$work/spraces" 2>&1
   check "spin: the race on counter is found" grep -q "^race .* on counter (0x" "$work/spraces"
   check "spin: no race in a PLT stub (the GOT's lazy binding)" bash -c "! grep -q '@plt' '$work/spraces'"
+  check "spin: no race inside the dynamic loader" bash -c "! grep -q '_rtld_global' '$work/spraces'"
+  check "spin: the spinning in the C library is named (pthread_spin_lock)" \
+    bash -c "'$WEFT' export --format csv -o '$work/sp.csv' '$tr' && grep -q ',pthread_spin_lock,' '$work/sp.csv'"
   check "spin: the stubs' accesses are in the trace, by the stub's name" \
     bash -c "'$WEFT' export --format csv -o '$work/sp.csv' '$tr' && grep -q ',pthread_spin_lock@plt,' '$work/sp.csv'"
 else

@@ -62,7 +62,7 @@ static void test_insn_from_the_program(void **state)
 {
     (void)state;
     char err[256];
-    races_code *code = races_code_open(WEFT_TEST_FIXTURE, 0, err, sizeof err);
+    races_code *code = races_code_open(WEFT_TEST_FIXTURE, 0, NULL, 0, err, sizeof err);
     weft_symbols *syms = weft_symbols_open(WEFT_TEST_FIXTURE, err, sizeof err);
     assert_non_null(code);
     assert_non_null(syms);
@@ -103,7 +103,7 @@ static void test_insn_from_the_program(void **state)
         assert_int_equal(weft_symbols_function(syms, "__aarch64_cas4_acq", &cas, &size), 0);
         weft_symbols_close(syms);
         /* the LSE instruction: the first word of the helper that is one */
-        code = races_code_open(WEFT_TEST_FIXTURE, 0, err, sizeof err);
+        code = races_code_open(WEFT_TEST_FIXTURE, 0, NULL, 0, err, sizeof err);
         while (!(races_code_classify(code, swp) & RMW))
             swp += 4;
         while (!(races_code_classify(code, cas) & RMW))

@@ -502,6 +502,43 @@ static void test_set_outcome(void **state)
     assert_int_equal(strncmp(err, missing, strlen(missing)), 0);
 }
 
+/* More shared objects than the spool's header has room for: the finished
+ * trace has every one (its header is written at the end), in order. */
+static void test_many_objects(void **state)
+{
+    (void)state;
+    const char *path = tt_path("objects.wtr");
+    char err[512] = "";
+    weft_trace_meta m = tt_meta();
+    weft_trace_writer *w = weft_trace_writer_open(path, &m, err, sizeof err);
+    assert_non_null(w);
+    static char paths[WEFT_TRACE_MAX_OBJECTS][128];
+    weft_trace_object objs[WEFT_TRACE_MAX_OBJECTS];
+    for (int i = 0; i < WEFT_TRACE_MAX_OBJECTS; i++) {
+        snprintf(paths[i], sizeof paths[i], "/a/sysroot/usr/lib/aarch64-linux-gnu/libobject%02d.so",
+                 i);
+        objs[i] = (weft_trace_object){0x5502000000ull + 0x100000ull * (uint64_t)i,
+                                      0x5502080000ull + 0x100000ull * (uint64_t)i, 0, paths[i]};
+    }
+    m.start_code = 0x5500000000ull;
+    m.objects = objs;
+    m.nobjects = WEFT_TRACE_MAX_OBJECTS;
+    weft_trace_writer_set_loaded(w, &m);
+    weft_event e = tt_ev(1, WEFT_EV_READ, 0x10, 0x400000, 4);
+    assert_int_equal(weft_trace_writer_append(w, 0, &e, 1), 0);
+    assert_int_equal(weft_trace_writer_finish(w, NULL, err, sizeof err), 0);
+    weft_trace *t = weft_trace_open(path, err, sizeof err);
+    if (!t)
+        fail_msg("%s", err);
+    const weft_trace_meta *got = weft_trace_get_meta(t);
+    assert_int_equal(got->nobjects, WEFT_TRACE_MAX_OBJECTS);
+    for (int i = 0; i < WEFT_TRACE_MAX_OBJECTS; i++) {
+        assert_string_equal(got->objects[i].path, paths[i]);
+        assert_true(got->objects[i].lo == objs[i].lo && got->objects[i].hi == objs[i].hi);
+    }
+    weft_trace_close(t);
+}
+
 static void test_kind_helpers(void **state)
 {
     (void)state;
@@ -524,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_writer_errors),
         cmocka_unit_test(test_set_outcome),
         cmocka_unit_test(test_kind_helpers),
+        cmocka_unit_test(test_many_objects),
         cmocka_unit_test(test_exit_status_range),
     };
     /* Encoding first: its large streams check the process's peak memory,

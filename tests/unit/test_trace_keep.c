@@ -28,6 +28,11 @@ static void child_buffers_and_dies(const char *path, int tail)
     loaded.start_code = 0x5500000000ull;
     loaded.settings.range_lo[0] += 0x5500000000ull;
     loaded.settings.range_hi[0] += 0x5500000000ull;
+    weft_trace_object objs[2] = {
+        {0x5502822000ull, 0x5502864000ull, 0, "/lib/ld-linux-aarch64.so.1"},
+        {0x5502880000ull, 0x5502a22000ull, 0, "/lib/libc.so.6"}};
+    loaded.objects = objs;
+    loaded.nobjects = 2;
     weft_trace_writer_set_loaded(w, &loaded);
     weft_event b2[10];
     for (uint64_t i = 0; i < 10; i++)
@@ -90,6 +95,9 @@ static void test_salvage_buffers_and_fault(void **state)
     assert_true(m->start_code == 0x5500000000ull);
     assert_true(m->settings.range_lo[0] == tt_meta().settings.range_lo[0] + 0x5500000000ull);
     assert_true(m->settings.range_lo[1] == tt_meta().settings.range_lo[1]);
+    assert_int_equal(m->nobjects, 2);
+    assert_string_equal(m->objects[1].path, "/lib/libc.so.6");
+    assert_true(m->objects[1].lo == 0x5502880000ull && m->objects[1].hi == 0x5502a22000ull);
     assert_int_equal(s->nthreads, 2);
     assert_int_equal(s->threads[0].events, 5007);
     assert_int_equal(s->threads[1].events, 3); /* two buffered and the fault */

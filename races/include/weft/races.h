@@ -55,6 +55,9 @@ typedef struct weft_races_config {
     /* The run's weft_trace_meta.start_code: where a position-independent
      * binary's code was (0: at its link-time addresses). */
     uint64_t start_code;
+    /* And its shared objects (weft_trace_meta's), whose GOTs are left out. */
+    const weft_trace_object *objects;
+    uint32_t nobjects;
     weft_races_classify_fn classify;
     void *classify_ctx;
     /* glibc's join: an acquire access within this many bytes of where a

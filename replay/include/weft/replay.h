@@ -483,7 +483,7 @@ typedef struct replay_explanation {
     char verdict[32], detail[1024];
     char trace_path[PATH_MAX + 64];
     char binary[PATH_MAX]; /* the traced program, "" if not found */
-    uint64_t start_code;   /* where its code ran (weft_symbols_relocate) */
+    weft_symbols *syms;    /* its symbols, placed where the run had it; NULL without */
     replay_switch_log log;
     replay_race_var *races; /* the first races found */
     size_t nraces, nraces_total;

@@ -101,6 +101,14 @@ typedef struct weft_trace_settings {
     uint32_t record; /* WEFT_RECORD_*: what was recorded (version 1 traces: all) */
 } weft_trace_settings;
 
+/* A shared object's executable mapping in the guest. */
+typedef struct weft_trace_object {
+    uint64_t lo, hi; /* guest addresses [lo, hi) */
+    uint64_t offset; /* the file offset mapped at lo */
+    char *path;      /* the host's file (the sysroot's) */
+} weft_trace_object;
+#define WEFT_TRACE_MAX_OBJECTS 64
+
 typedef struct weft_trace_meta {
     weft_trace_settings settings;
     char *binary_path;    /* as given on the command line */
@@ -115,6 +123,11 @@ typedef struct weft_trace_meta {
      * (weft_symbols_relocate). 0: unknown (a trace written before weft
      * recorded it, or a run that ended before its first block). */
     uint64_t start_code;
+    /* The shared objects (the C library, the loader, ...) mapped executable
+     * in the guest when the tracer last looked (at the first thread
+     * creation and at the end): where their pcs come from. */
+    uint32_t nobjects;
+    weft_trace_object *objects;
 } weft_trace_meta;
 
 /* Thread table entry, one per guest thread in creation order. */
@@ -407,6 +420,15 @@ weft_symbols *weft_symbols_open(const char *elf_path, char *err, size_t errlen);
  * "start_code"), every lookup below takes and gives run-time addresses.
  * No effect on a fixed-address binary or with start_code 0 (unknown). */
 void weft_symbols_relocate(weft_symbols *s, uint64_t start_code);
+/* weft_symbols_relocate, and the run's shared objects (weft_trace_meta's
+ * objects): a pc or an address outside the program is looked up in the
+ * object that holds it (its function names, from its symbol table or its
+ * dynamic one; its lines if it has debug info). */
+void weft_symbols_place(weft_symbols *s, uint64_t start_code, const weft_trace_object *objects,
+                        uint32_t n);
+/* binary's symbols placed where the run of meta had it and its objects. */
+weft_symbols *weft_symbols_open_run(const char *binary, const weft_trace_meta *meta, char *err,
+                                    size_t errlen);
 /* Run-time address - link-time address after weft_symbols_relocate. */
 int64_t weft_symbols_bias(const weft_symbols *s);
 /* pc -> function and source position; strings owned by the symbols object.
