@@ -10,7 +10,7 @@
  * stream and not on how the host threads interleaved their appends.
  * A writer keeping tails only (a campaign's run whose trace nobody reads)
  * keeps each thread's last events in memory and spools skip records. */
-#include "trace_internal.h"
+#include "trace_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,35 +22,6 @@
 
 /* How often the free space is looked at while the spool grows. */
 #define FREE_CHECK_STEP (64u << 20)
-
-struct weft_trace_writer {
-    char *path, *spool_path;
-    int fd;
-    uint64_t off; /* end of the spool */
-    size_t spool_hdr_len;
-    pthread_mutex_t lock;
-    weft_trace_meta meta;
-    trc_spool_index ix;
-    trc_live live;
-    uint64_t max_bytes, min_free, next_check, free_seen;
-    bool not_durable;
-    /* weft_trace_writer_keep_tail: each thread's last `tail` events, in a
-     * ring per thread; the spool gets skip records only. */
-    uint32_t tail;
-    struct writer_tail {
-        weft_event *ev; /* [tail] */
-        uint64_t n;     /* appended so far: the newest is ev[(n - 1) % tail] */
-    } * tails;
-    uint32_t ntails;
-    /* Segments compressed as the threads append (trace_spool_segments.c),
-     * decided at the first append: not for tails, older versions or a
-     * writer told not to (weft_trace_writer_set_segments). */
-    trc_online online;
-    bool online_on, mode_set, online_off;
-    int stopped; /* WEFT_TRACE_STOP_*, sticky */
-    bool failed; /* sticky: the first error is reported by finish */
-    char errmsg[512];
-};
 
 static char *path_with_suffix(const char *path, const char *suffix)
 {
@@ -229,9 +200,7 @@ int weft_trace_writer_stopped(weft_trace_writer *w, uint64_t *free_bytes)
     return r;
 }
 
-/* Under the lock, before len more bytes go to the spool: 0 to go on, or
- * stop for good, leaving a stop record that salvage turns into a flag. */
-static int limits_allow(weft_trace_writer *w, size_t len)
+int trc_writer_limits_allow(weft_trace_writer *w, size_t len)
 {
     int why = 0;
     if (w->stopped)
@@ -262,10 +231,7 @@ static int limits_allow(weft_trace_writer *w, size_t len)
     return why;
 }
 
-/* Record the first failure; later appends fail fast and finish reports it. */
-static int writer_fail(weft_trace_writer *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int writer_fail(weft_trace_writer *w, const char *fmt, ...)
+int trc_writer_fail(weft_trace_writer *w, const char *fmt, ...)
 {
     if (!w->failed) {
         va_list ap;
@@ -288,16 +254,16 @@ static int check_events(weft_trace_writer *w, uint32_t thread, const weft_event 
             trc_stats_note(st, ev[i].kind, ev[i].addr);
         if (ev[i].kind >= WEFT_EV_KIND_COUNT || ev[i].size > 64) {
             pthread_mutex_lock(&w->lock);
-            writer_fail(w, "%s: thread %u: invalid event (kind %u, size %u)", w->path, thread,
-                        ev[i].kind, ev[i].size);
+            trc_writer_fail(w, "%s: thread %u: invalid event (kind %u, size %u)", w->path, thread,
+                            ev[i].kind, ev[i].size);
             pthread_mutex_unlock(&w->lock);
             return -1;
         }
         if (i && ev[i].time < ev[i - 1].time) {
             pthread_mutex_lock(&w->lock);
-            writer_fail(w, "%s: thread %u: event time %llu is before the previous event (%llu)",
-                        w->path, thread, (unsigned long long)ev[i].time,
-                        (unsigned long long)ev[i - 1].time);
+            trc_writer_fail(w, "%s: thread %u: event time %llu is before the previous event (%llu)",
+                            w->path, thread, (unsigned long long)ev[i].time,
+                            (unsigned long long)ev[i - 1].time);
             pthread_mutex_unlock(&w->lock);
             return -1;
         }
@@ -326,100 +292,6 @@ static void stats_merge(trc_thread_stats *x, const trc_thread_stats *st, const w
     }
 }
 
-void weft_trace_writer_keep_tail(weft_trace_writer *w, uint32_t events_per_thread)
-{
-    if (w)
-        w->tail = events_per_thread;
-}
-
-/* The ring of thread t, made on its first append; NULL: out of memory. */
-static struct writer_tail *tail_of(weft_trace_writer *w, uint32_t t)
-{
-    if (t >= w->ntails) {
-        uint32_t n = t + 1 > 2 * w->ntails ? t + 1 : 2 * w->ntails;
-        struct writer_tail *v = realloc(w->tails, (size_t)n * sizeof *v);
-        if (!v)
-            return NULL;
-        memset(v + w->ntails, 0, (size_t)(n - w->ntails) * sizeof *v);
-        w->tails = v;
-        w->ntails = n;
-    }
-    struct writer_tail *r = &w->tails[t];
-    if (!r->ev)
-        r->ev = malloc((size_t)w->tail * sizeof *r->ev);
-    return r->ev ? r : NULL;
-}
-
-/* An append that keeps the events' tail in memory and writes a skip
- * record: encoding and writing the events of a run nobody reads (a
- * campaign's, without --save-trace) was a tenth of a real program's PCT run.
- * The ring is the thread's last events whatever the appends' sizes; a
- * deadlocked run's trace is made of it (tail_chunks). */
-static int tail_append(weft_trace_writer *w, uint32_t thread, const weft_event *events, size_t n)
-{
-    uint8_t rec[CHUNK_HDR_SIZE] = {0};
-    put_u32(rec, SKIP_MAGIC);
-    put_u32(rec + 4, thread);
-    put_u32(rec + 8, (uint32_t)n);
-    put_u64(rec + 16, events[n - 1].time);
-    put_u32(rec + 24, trc_crc32(0, rec, 24));
-    int rc = 0;
-    pthread_mutex_lock(&w->lock);
-    struct writer_tail *r = NULL;
-    if (w->failed) {
-        rc = -1;
-    } else if (limits_allow(w, sizeof rec)) {
-        rc = 1;
-    } else if (trc_index_seen(&w->ix, thread) && events[0].time < w->ix.threads[thread].last_time) {
-        rc = writer_fail(w, "%s: thread %u: event time %llu is before the previous event (%llu)",
-                         w->path, thread, (unsigned long long)events[0].time,
-                         (unsigned long long)w->ix.threads[thread].last_time);
-    } else if (!(r = tail_of(w, thread)) || trc_index_skip(&w->ix, thread, n, events[n - 1].time)) {
-        rc = writer_fail(w, "%s: out of memory", w->path);
-    } else {
-        int e = trc_write_all(w->fd, rec, sizeof rec);
-        if (e)
-            rc = writer_fail(w, "%s: write failed: %s", w->spool_path, strerror(e));
-        w->off += sizeof rec;
-        size_t k = n < w->tail ? n : w->tail, at = (size_t)((r->n + n - k) % w->tail);
-        size_t first = k < w->tail - at ? k : w->tail - at; /* up to the ring's end */
-        memcpy(r->ev + at, events + n - k, first * sizeof *events);
-        memcpy(r->ev, events + n - k + first, (k - first) * sizeof *events);
-        r->n += n;
-    }
-    pthread_mutex_unlock(&w->lock);
-    return rc;
-}
-
-/* Finishing with events after tail_append: the tails go to the spool as
- * chunks, in a fresh index for the merge (the skip records are not read). */
-static int tail_chunks(weft_trace_writer *w, trc_spool_index *tix)
-{
-    uint8_t *buf = malloc(CHUNK_HDR_SIZE + (size_t)BLOCK_EVENTS * REC_MAX);
-    weft_event *ev = malloc((size_t)w->tail * sizeof *ev);
-    int rc = buf && ev ? 0 : -1;
-    for (uint32_t t = 0; t < w->ntails && rc == 0; t++) {
-        const struct writer_tail *r = &w->tails[t];
-        uint64_t k = r->n < w->tail ? r->n : w->tail;
-        for (uint64_t i = 0; i < k; i++)
-            ev[i] = r->ev[(r->n - k + i) % w->tail];
-        for (uint64_t i = 0; i < k && rc == 0; i += BLOCK_EVENTS) {
-            size_t cnt = k - i < BLOCK_EVENTS ? (size_t)(k - i) : BLOCK_EVENTS;
-            size_t len = trc_chunk_build(buf, t, ev + i, cnt);
-            trc_chunk c = {.off = w->off,
-                           .count = (uint32_t)cnt,
-                           .len = (uint32_t)(len - CHUNK_HDR_SIZE),
-                           .base_time = ev[i].time};
-            if (trc_write_all(w->fd, buf, len) || trc_index_add(tix, t, &c) < 0)
-                rc = -1;
-            w->off += len;
-        }
-    }
-    free(buf);
-    free(ev);
-    return rc;
-}
-
 /* The sink of a thread's closed segment: the spool, under the lock. Limits
  * were looked at when its chunks were appended: a segment always goes. */
 static int spool_segment(void *ctx, uint32_t thread, const uint8_t *rec, size_t len,
@@ -433,13 +305,13 @@ static int spool_segment(void *ctx, uint32_t thread, const uint8_t *rec, size_t 
     if (w->failed) {
         rc = -1;
     } else if (!rec) {
-        rc = writer_fail(w, "%s: out of memory", w->path);
+        rc = trc_writer_fail(w, "%s: out of memory", w->path);
     } else {
         int e = trc_write_all(w->fd, rec, len);
         if (e)
-            rc = writer_fail(w, "%s: write failed: %s", w->spool_path, strerror(e));
+            rc = trc_writer_fail(w, "%s: write failed: %s", w->spool_path, strerror(e));
         else if (trc_index_add_seg(&w->ix, thread, &at) < 0)
-            rc = writer_fail(w, "%s: out of memory", w->path);
+            rc = trc_writer_fail(w, "%s: out of memory", w->path);
         w->off += len;
     }
     pthread_mutex_unlock(&w->lock);
@@ -455,7 +327,7 @@ static int online_append(weft_trace_writer *w, uint32_t thread, const weft_event
     trc_pending *p = trc_online_thread(&w->online, thread);
     if (!p) {
         pthread_mutex_lock(&w->lock);
-        writer_fail(w, "%s: out of memory", w->path);
+        trc_writer_fail(w, "%s: out of memory", w->path);
         pthread_mutex_unlock(&w->lock);
         return -1;
     }
@@ -466,7 +338,7 @@ static int online_append(weft_trace_writer *w, uint32_t thread, const weft_event
     pthread_mutex_lock(&w->lock);
     for (size_t c = 0; c < nchunks && rc == 0; c++)
         if (trc_index_add(&w->ix, thread, &chunks[c]) < 0)
-            rc = writer_fail(w, "%s: out of memory", w->path);
+            rc = trc_writer_fail(w, "%s: out of memory", w->path);
     if (rc == 0) {
         trc_thread_chunks *tc = &w->ix.threads[thread];
         tc->last_time = events[n - 1].time;
@@ -485,8 +357,8 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
         return 0;
     if (thread >= WEFT_TRACE_MAX_THREADS) {
         pthread_mutex_lock(&w->lock);
-        writer_fail(w, "%s: thread id %u exceeds the limit (%u)", w->path, thread,
-                    WEFT_TRACE_MAX_THREADS);
+        trc_writer_fail(w, "%s: thread id %u exceeds the limit (%u)", w->path, thread,
+                        WEFT_TRACE_MAX_THREADS);
         pthread_mutex_unlock(&w->lock);
         return -1;
     }
@@ -496,7 +368,7 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
     if (check_events(w, thread, events, n, w->tail ? NULL : &st) < 0)
         return -1;
     if (w->tail)
-        return tail_append(w, thread, events, n);
+        return trc_writer_tail_append(w, thread, events, n);
 
     /* Encode outside the lock so appends of different threads overlap. */
     size_t nchunks = (n + BLOCK_EVENTS - 1) / BLOCK_EVENTS;
@@ -506,7 +378,7 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
         free(buf);
         free(chunks);
         pthread_mutex_lock(&w->lock);
-        writer_fail(w, "%s: out of memory", w->path);
+        trc_writer_fail(w, "%s: out of memory", w->path);
         pthread_mutex_unlock(&w->lock);
         return -1;
     }
@@ -533,12 +405,12 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
     trc_thread_chunks *tc = thread < w->ix.nthreads ? &w->ix.threads[thread] : NULL;
     if (w->failed) {
         rc = -1;
-    } else if (limits_allow(w, w->online_on ? 0 : len)) {
+    } else if (trc_writer_limits_allow(w, w->online_on ? 0 : len)) {
         rc = 1;
     } else if (trc_index_seen(&w->ix, thread) && events[0].time < tc->last_time) {
-        rc = writer_fail(w, "%s: thread %u: event time %llu is before the previous event (%llu)",
-                         w->path, thread, (unsigned long long)events[0].time,
-                         (unsigned long long)tc->last_time);
+        rc = trc_writer_fail(
+            w, "%s: thread %u: event time %llu is before the previous event (%llu)", w->path,
+            thread, (unsigned long long)events[0].time, (unsigned long long)tc->last_time);
     } else if (w->online_on) {
         pthread_mutex_unlock(&w->lock);
         rc = online_append(w, thread, events, n, &st, buf, chunks, nchunks);
@@ -548,12 +420,12 @@ int weft_trace_writer_append(weft_trace_writer *w, uint32_t thread, const weft_e
     } else {
         int e = trc_write_all(w->fd, buf, len);
         if (e) {
-            rc = writer_fail(w, "%s: write failed: %s", w->spool_path, strerror(e));
+            rc = trc_writer_fail(w, "%s: write failed: %s", w->spool_path, strerror(e));
         } else {
             for (size_t c = 0; c < nchunks && rc == 0; c++) {
                 chunks[c].off += w->off;
                 if (trc_index_add(&w->ix, thread, &chunks[c]) < 0)
-                    rc = writer_fail(w, "%s: out of memory", w->path);
+                    rc = trc_writer_fail(w, "%s: out of memory", w->path);
             }
             w->off += len;
             tc = &w->ix.threads[thread];
@@ -604,7 +476,7 @@ static int writer_finish(weft_trace_writer *w, const weft_trace_summary *summary
             writer_free(w);
             return -1;
         }
-        if (ix == &tails && tail_chunks(w, &tails) < 0) {
+        if (ix == &tails && trc_writer_tail_chunks(w, &tails) < 0) {
             trc_seterr(err, errlen, "%s: cannot write the threads' last events: %s", w->spool_path,
                        strerror(errno ? errno : ENOMEM));
             rc = -1;
