@@ -29,13 +29,14 @@ static void describe_addr(weft_symbols *syms, uint64_t addr, char *out, size_t l
     }
 }
 
-/* "worker (lost_update.c:21)", "memcpy" or "?". */
+/* "worker (lost_update.c:21)", "memcpy", "libc.so.6" (a library's pc
+ * without a symbol) or "?". */
 static void describe_pc(weft_symbols *syms, uint64_t pc, char *out, size_t len)
 {
     const char *fn = NULL, *file = NULL;
     int line = 0;
-    if (syms)
-        weft_symbols_pc(syms, pc, &fn, &file, &line);
+    if (syms && weft_symbols_pc(syms, pc, &fn, &file, &line) != 0)
+        fn = weft_symbols_object_of(syms, pc);
     if (file && line > 0)
         snprintf(out, len, "%s (%s:%d)", fn ? fn : "?", file, line);
     else

@@ -243,6 +243,9 @@ static void place(weft_symbols *syms, int64_t thread, uint64_t pc, char *buf, si
             snprintf(buf, len, "T%lld at %s (%s:%d)", (long long)thread, fn, base, line);
         else
             snprintf(buf, len, "T%lld in %s", (long long)thread, fn);
+    } else if (pc && weft_symbols_object_of(syms, pc)) {
+        snprintf(buf, len, "T%lld at pc 0x%" PRIx64 " in %s", (long long)thread, pc,
+                 weft_symbols_object_of(syms, pc));
     } else if (pc) {
         snprintf(buf, len, "T%lld at pc 0x%" PRIx64, (long long)thread, pc);
     } else {

@@ -146,6 +146,7 @@ static uint64_t record_call(json_t *rec, uint32_t i, const char **callee)
 typedef struct wait_site {
     const char *obj, *fn, *file, *ufn, *ufile;
     const char *api; /* e.g. pthread_mutex_lock */
+    const char *lib; /* the shared object of a pc without a symbol */
     int from_call;   /* ufn:uline is the program's call of api */
     int line, uline;
     uint64_t off, pc, upc;
@@ -172,12 +173,16 @@ static void walk_back(weft_symbols *syms, const thread_tail *tt, wait_site *ws)
         if (!ws->api && f && strncmp(f, "__aarch64_", 10) && strncmp(f, "__lll_", 6) &&
             strncmp(f, "__futex", 7) && !strstr(f, "asynccancel"))
             ws->api = f;
-        if (fl && l) {
+        /* The user's own line; a system header's (a template of the C++
+         * library instantiated in the program) only if there is none. */
+        int system = fl && weft_source_is_system(fl);
+        if (fl && l && (!system || !ws->ufn)) {
             ws->ufn = f;
             ws->ufile = fl;
             ws->uline = l;
             ws->upc = p;
-            break;
+            if (!system)
+                break;
         }
     }
 }
@@ -194,6 +199,7 @@ static void locate_wait(weft_symbols *syms, json_t *rec, uint32_t i, const threa
     walk_back(syms, tt, ws);
     if (ws->pc == tt->last.pc && ws->pc)
         weft_symbols_pc(syms, ws->pc, &ws->fn, &ws->file, &ws->line);
+    ws->lib = weft_symbols_object_of(syms, ws->pc);
     /* The call the program made, where it made it: better than the
      * last own-code access, which may be lines before the call. */
     const char *callee = NULL;
@@ -223,6 +229,8 @@ static void wait_words(const wait_site *ws, const char *futex, char *what, size_
         w = snprintf(where, welen, "in %s (%s)", ws->api, ws->fn);
     else if (ws->fn)
         w = snprintf(where, welen, "in %s", ws->fn);
+    else if (ws->lib)
+        w = snprintf(where, welen, "at pc 0x%" PRIx64 " in %s", ws->pc, ws->lib);
     else
         w = snprintf(where, welen, "at pc 0x%" PRIx64, ws->pc);
     if (ws->ufn && ws->from_call)

@@ -40,6 +40,8 @@ struct weft_symbols {
     size_t ninfos, cap_infos;
     char **plt_names; /* "name@plt" of the PLT stubs among funcs, owned */
     size_t nplt;
+    char **demangled; /* C++ names as shown, owned */
+    size_t ndemangled;
     /* The executable PT_LOAD segments, link-time: a pc outside them is not
      * this binary's, whatever symbol precedes it. */
     uint64_t exec_lo[8], exec_hi[8];
@@ -50,6 +52,8 @@ struct weft_symbols {
     /* The run's shared objects (weft_symbols_place), each with its bias;
      * lo, hi: its executable mapping, run-time. */
     struct weft_symbols **objects;
+    const char **obj_names; /* their file names, into the paths below */
+    char **obj_paths;       /* owned */
     uint64_t *obj_lo, *obj_hi;
     size_t nobjects;
 };

@@ -161,4 +161,58 @@ if aarch64-linux-gnu-gcc -g -O2 -pthread -o "$work/spin" "$work/spin.c"; then
 else
   fail "aarch64-linux-gnu-gcc cannot build a test program"
 fi
+
+# C++: names demangled, and a wait called through libstdc++'s inline
+# wrappers (std::lock_guard, std::mutex::lock, __gthread_mutex_lock, all in
+# system headers) placed at the user's line they were inlined into.
+cat >"$work/abba.cpp" <<'EOF'
+#include <cstdio>
+#include <mutex>
+#include <thread>
+std::mutex a, b;
+long total;
+void t1() { for (int i = 0; i < 3; i++) { std::lock_guard<std::mutex> la(a); std::lock_guard<std::mutex> lb(b); total++; } }
+void t2() { for (int i = 0; i < 3; i++) { std::lock_guard<std::mutex> lb(b); std::lock_guard<std::mutex> la(a); total++; } }
+int main() { std::thread x(t1), y(t2); x.join(); y.join(); std::printf("%ld\n", total); return 0; }
+EOF
+if aarch64-linux-gnu-g++ -g -O1 -pthread -o "$work/abba" "$work/abba.cpp"; then
+  run_status st "$WEFT" replay --sched pos --runs 10 --jobs 2 -o "$work/ab" -- "$work/abba" >/dev/null 2>&1
+  d="$(jq -r 'select(.verdict == "deadlock") | .detail' "$work/ab/runs.jsonl" 2>/dev/null | head -n 1)"
+  check "C++: a deadlock found (status $st)" test -n "$d"
+  check "C++: each worker's wait called from its own line, by its C++ name ($d)" \
+    bash -c "grep -q 'called from t1() (abba.cpp:6)' <<<'$d' && grep -q 'called from t2() (abba.cpp:7)' <<<'$d'"
+  check "C++: a pc in the C library without a symbol says so" grep -q ' in libc.so.6' <<<"$d"
+else
+  fail "aarch64-linux-gnu-g++ cannot build a test program"
+fi
+
+# Two std::async tasks push into one std::vector: a corrupted heap. The
+# explanation's long template names come without their template arguments.
+cat >"$work/vec.cpp" <<'EOF'
+#include <cstdio>
+#include <future>
+#include <vector>
+std::vector<int> v;
+int work(int base) { for (int i = 0; i < 20; i++) v.push_back(base + i); return 0; }
+int main() {
+    auto a = std::async(std::launch::async, work, 0);
+    auto b = std::async(std::launch::async, work, 100);
+    a.get();
+    b.get();
+    if (v.size() != 40) { std::printf("BUG: %zu elements\n", v.size()); return 1; }
+    return 0;
+}
+EOF
+if aarch64-linux-gnu-g++ -g -O1 -pthread -o "$work/vec" "$work/vec.cpp"; then
+  run_status st "$WEFT" replay --sched random --runs 6 --jobs 2 -o "$work/vc" -- "$work/vec" >/dev/null 2>&1
+  seed="$(jq -r 'select(.verdict != "pass") | .seed' "$work/vc/runs.jsonl" 2>/dev/null | head -n 1)"
+  check "vector: a random run fails (status $st)" test -n "$seed"
+  run_status st "$WEFT" replay --sched random --seed "${seed:-1}" --explain -o "$work/vx" -- "$work/vec" \
+    >"$work/vx.log" 2>&1
+  check "vector: the explanation names the vector's reallocation, its template arguments left out" \
+    grep -q 'at void std::vector<>::_M_realloc_insert<>(__gnu_cxx::__normal_iterator<>, int&&) (' "$work/vx.log"
+  check "vector: and the user's push_back (vec.cpp:5)" grep -q 'at work(int) (vec.cpp:5)' "$work/vx.log"
+else
+  fail "aarch64-linux-gnu-g++ cannot build a test program"
+fi
 finish

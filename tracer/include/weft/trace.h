@@ -426,6 +426,13 @@ void weft_symbols_relocate(weft_symbols *s, uint64_t start_code);
  * dynamic one; its lines if it has debug info). */
 void weft_symbols_place(weft_symbols *s, uint64_t start_code, const weft_trace_object *objects,
                         uint32_t n);
+/* A source file of the toolchain's or the C library's (a path under
+ * /usr/include, /usr/lib, /usr/aarch64-linux-gnu): a line in it says less
+ * than the user's line that called or inlined it. */
+int weft_source_is_system(const char *file);
+/* The file name of the shared object whose code holds pc ("libc.so.6"),
+ * NULL if none (weft_symbols_place): says where a pc without a symbol is. */
+const char *weft_symbols_object_of(weft_symbols *s, uint64_t pc);
 /* binary's symbols placed where the run of meta had it and its objects. */
 weft_symbols *weft_symbols_open_run(const char *binary, const weft_trace_meta *meta, char *err,
                                     size_t errlen);
