@@ -1,5 +1,7 @@
 /* Symbolization of guest addresses with elfutils: the ELF symbol table for
- * function and object names, the DWARF line table for file:line.
+ * function and object names (PLT stubs named by their relocations), the
+ * DWARF line table for file:line (symbols_source.c), at the run's
+ * addresses (symbols_place.c).
  *
  * Traces hit the same few pcs millions of times, so pc lookups are cached;
  * data lookups are a binary search over the sorted objects. */
@@ -243,126 +245,6 @@ weft_symbols *weft_symbols_open(const char *elf_path, char *err, size_t errlen)
     return s;
 }
 
-void weft_symbols_relocate(weft_symbols *s, uint64_t start_code)
-{
-    if (s && s->pie && start_code && s->nexec) {
-        uint64_t lo = s->exec_lo[0];
-        for (size_t i = 1; i < s->nexec; i++)
-            if (s->exec_lo[i] < lo)
-                lo = s->exec_lo[i];
-        s->bias = (int64_t)(start_code - lo);
-    }
-}
-
-/* The link-time address of file offset `offset` in a loaded segment of o:
- * qemu mapped that offset at the object's run-time lo. */
-static int offset_vaddr(weft_symbols *o, uint64_t offset, uint64_t *vaddr)
-{
-    size_t n;
-    if (elf_getphdrnum(o->elf, &n) != 0)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        GElf_Phdr ph;
-        if (gelf_getphdr(o->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
-            offset + 4096 > ph.p_offset && offset < ph.p_offset + ph.p_filesz) {
-            *vaddr = ph.p_vaddr - ph.p_offset + offset;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-void weft_symbols_place(weft_symbols *s, uint64_t start_code, const weft_trace_object *objects,
-                        uint32_t n)
-{
-    if (!s)
-        return;
-    weft_symbols_relocate(s, start_code);
-    if (s->nobjects)
-        return; /* placed already */
-    for (uint32_t i = 0; i < n; i++) {
-        char err[256];
-        weft_symbols *o = weft_symbols_open(objects[i].path, err, sizeof err);
-        uint64_t v;
-        if (!o || offset_vaddr(o, objects[i].offset, &v) < 0) {
-            weft_symbols_close(o); /* stripped of every symbol, or gone: its pcs stay unnamed */
-            continue;
-        }
-        o->bias = (int64_t)(objects[i].lo - v);
-        weft_symbols **vo = realloc(s->objects, (s->nobjects + 1) * sizeof *vo);
-        uint64_t *lo = realloc(s->obj_lo, (s->nobjects + 1) * sizeof *lo);
-        if (vo)
-            s->objects = vo;
-        if (lo)
-            s->obj_lo = lo;
-        uint64_t *hi = vo && lo ? realloc(s->obj_hi, (s->nobjects + 1) * sizeof *hi) : NULL;
-        if (!hi) {
-            weft_symbols_close(o);
-            break;
-        }
-        s->obj_hi = hi;
-        char **pv = realloc(s->obj_paths, (s->nobjects + 1) * sizeof *pv);
-        if (pv)
-            s->obj_paths = pv;
-        const char **nv = pv ? realloc(s->obj_names, (s->nobjects + 1) * sizeof *nv) : NULL;
-        char *path = nv ? strdup(objects[i].path) : NULL;
-        if (!path) {
-            weft_symbols_close(o);
-            break;
-        }
-        s->obj_names = nv;
-        s->obj_paths[s->nobjects] = path;
-        s->obj_names[s->nobjects] = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-        s->objects[s->nobjects] = o;
-        s->obj_lo[s->nobjects] = objects[i].lo;
-        s->obj_hi[s->nobjects++] = objects[i].hi;
-    }
-}
-
-const char *weft_symbols_object_of(weft_symbols *s, uint64_t pc)
-{
-    for (size_t i = 0; s && i < s->nobjects; i++)
-        if (pc >= s->obj_lo[i] && pc < s->obj_hi[i])
-            return s->obj_names[i];
-    return NULL;
-}
-
-weft_symbols *weft_symbols_open_run(const char *binary, const weft_trace_meta *meta, char *err,
-                                    size_t errlen)
-{
-    weft_symbols *s = weft_symbols_open(binary, err, errlen);
-    if (s && meta)
-        weft_symbols_place(s, meta->start_code, meta->objects, meta->nobjects);
-    return s;
-}
-
-static bool in_exec(const weft_symbols *s, uint64_t addr)
-{
-    for (size_t i = 0; i < s->nexec; i++)
-        if (addr >= s->exec_lo[i] && addr < s->exec_hi[i])
-            return true;
-    return s->nexec == 0; /* no program headers: cannot tell */
-}
-
-/* The shared object whose code holds pc, or whose segments hold a data
- * address (code = false). */
-static weft_symbols *object_at(const weft_symbols *s, uint64_t a, bool code)
-{
-    for (size_t i = 0; i < s->nobjects; i++) {
-        weft_symbols *o = s->objects[i];
-        uint64_t link = a - (uint64_t)o->bias;
-        if (code ? a >= s->obj_lo[i] && a < s->obj_hi[i] && in_exec(o, link)
-                 : link >= o->load_lo && link < o->load_hi)
-            return o;
-    }
-    return NULL;
-}
-
-int64_t weft_symbols_bias(const weft_symbols *s)
-{
-    return s ? s->bias : 0;
-}
-
 /* The symbol containing addr, if any. Sized symbols contain
  * [addr, addr+size); a zero-sized one only its own address, except that a
  * zero-sized function extends to the next function (hand-written asm). */
@@ -387,165 +269,14 @@ static const sym *find_sym(const sym *v, size_t n, uint64_t addr, bool extend)
     return NULL;
 }
 
-static bool system_file(const char *f);
-
-/* A header of the toolchain's or the C library's (libstdc++'s
- * <mutex>, gthr-default.h): a line there says less than the user's line
- * that the code was inlined into. */
-int weft_source_is_system(const char *f)
-{
-    return system_file(f);
-}
-
-static bool system_file(const char *f)
-{
-    return f && (!strncmp(f, "/usr/include/", 13) || !strncmp(f, "/usr/lib/", 9) ||
-                 !strncmp(f, "/usr/aarch64-linux-gnu/", 23));
-}
-
-/* The inlined instances that hold pc, outermost first, under die: libdw's
- * dwarf_getscopes leaves the concrete chain at the first inlined
- * instance (for its abstract origin's scopes). */
-static int inlined_chain(Dwarf_Die *die, uint64_t pc, Dwarf_Die *chain, int n, int max)
-{
-    Dwarf_Die child;
-    if (dwarf_child(die, &child) != 0)
-        return n;
-    do {
-        int tag = dwarf_tag(&child);
-        if ((tag == DW_TAG_subprogram || tag == DW_TAG_lexical_block ||
-             tag == DW_TAG_inlined_subroutine) &&
-            dwarf_haspc(&child, pc) == 1) {
-            if (tag == DW_TAG_inlined_subroutine && n < max)
-                chain[n++] = child;
-            return inlined_chain(&child, pc, chain, n, max);
-        }
-    } while (dwarf_siblingof(&child, &child) == 0);
-    return n;
-}
-
-/* pc's line is in a system header: the innermost place in the user's
- * source that the header's code was inlined into (a call site of an
- * inlined instance that is not in a system header itself). */
-static void inlined_from(Dwarf_Die *cu, uint64_t pc, pc_info *info)
-{
-    Dwarf_Die chain[32];
-    Dwarf_Files *files;
-    size_t nfiles;
-    int n = inlined_chain(cu, pc, chain, 0, 32);
-    if (n == 0 || dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
-        return;
-    for (int i = n; i-- > 0;) {
-        Dwarf_Attribute a;
-        Dwarf_Word file, line;
-        if (dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_file, &a), &file) != 0 ||
-            dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_line, &a), &line) != 0)
-            continue;
-        const char *f = dwarf_filesrc(files, file, NULL, NULL);
-        if (f && !system_file(f)) {
-            info->file = f;
-            info->line = (int)line;
-            return;
-        }
-    }
-}
-
-/* The C++ runtime's demangler (the Itanium ABI's, C linkage; weft links
- * libstdc++ for SystemC anyway). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
-/* t1() for _Z2t1v; the name itself when it is not a C++ one. The strings
- * live as long as the symbols. */
-/* A long C++ name (std::vector<int, std::allocator<int> >::_M_realloc_insert
- * <int>(__gnu_cxx::__normal_iterator<int*, std::vector<...> >, int&&)) with
- * its template arguments left out, in place: std::vector<>::
- * _M_realloc_insert<>(__gnu_cxx::__normal_iterator<>, int&&). An operator's
- * own characters (operator<<, operator->) are kept. */
-#define SHORT_NAME 80
-static char *shorten(char *d)
-{
-    if (strlen(d) <= SHORT_NAME)
-        return d;
-    char *w = d;
-    int depth = 0;
-    for (const char *r = d; *r;) {
-        if (!strncmp(r, "operator", 8)) {
-            size_t n = 8 + strcspn(r + 8, "(");
-            if (depth == 0)
-                memmove(w, r, n), w += n;
-            r += n;
-            continue;
-        }
-        if (*r == '<' && depth++ == 0)
-            *w++ = '<';
-        else if (*r == '>' && depth > 0 && --depth == 0)
-            *w++ = '>';
-        else if (depth == 0)
-            *w++ = *r;
-        r++;
-    }
-    *w = 0;
-    return d;
-}
-
-static const char *demangled(weft_symbols *s, const char *name)
-{
-    if (strncmp(name, "_Z", 2))
-        return name;
-    /* A PLT stub's NAME@plt: NAME's C++ name and the suffix. */
-    size_t n = strlen(name);
-    bool plt = n > 4 && !strcmp(name + n - 4, "@plt");
-    char *base = plt ? strndup(name, n - 4) : NULL;
-    int status = -1;
-    char *d = (!plt || base) ? __cxa_demangle(plt ? base : name, NULL, NULL, &status) : NULL;
-    free(base);
-    char *full = d && status == 0 ? realloc(d, strlen(d) + (plt ? 5 : 1)) : NULL;
-    char **v = full ? realloc(s->demangled, (s->ndemangled + 1) * sizeof *v) : NULL;
-    if (!v) {
-        free(full ? full : d);
-        return name;
-    }
-    shorten(full);
-    if (plt)
-        strcat(full, "@plt");
-    s->demangled = v;
-    s->demangled[s->ndemangled++] = full;
-    return full;
-}
-
-static void lookup_line(weft_symbols *s, uint64_t pc, pc_info *info)
-{
-    size_t lo = 0, hi = s->ncus;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->cus[mid].lo <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t i = lo; i-- > 0;) {
-        if (pc >= s->cus[i].hi)
-            continue;
-        Dwarf_Line *line = dwarf_getsrc_die(&s->cus[i].cu, pc);
-        if (!line)
-            continue;
-        int ln = 0;
-        info->file = dwarf_linesrc(line, NULL, NULL);
-        dwarf_lineno(line, &ln);
-        info->line = ln;
-        if (system_file(info->file))
-            inlined_from(&s->cus[i].cu, pc, info);
-        return;
-    }
-}
-
 int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const char **file,
                     int *line)
 {
     pc_info tmp = {0}, *info = &tmp;
     bool inserted = false;
-    weft_symbols *o =
-        s->nobjects && !in_exec(s, pc - (uint64_t)s->bias) ? object_at(s, pc, true) : NULL;
+    weft_symbols *o = s->nobjects && !trc_sym_in_exec(s, pc - (uint64_t)s->bias)
+                          ? trc_sym_object_at(s, pc, true)
+                          : NULL;
     if (o)
         return weft_symbols_pc(o, pc, function, file, line);
     pc -= (uint64_t)s->bias;
@@ -553,10 +284,10 @@ int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const c
     if (slot && !inserted && *slot) {
         info = &s->infos[*slot - 1];
     } else {
-        const sym *f = in_exec(s, pc) ? find_sym(s->funcs, s->nfuncs, pc, true) : NULL;
-        tmp.function = f ? demangled(s, f->name) : NULL;
+        const sym *f = trc_sym_in_exec(s, pc) ? find_sym(s->funcs, s->nfuncs, pc, true) : NULL;
+        tmp.function = f ? trc_sym_demangled(s, f->name) : NULL;
         tmp.found = f != NULL;
-        lookup_line(s, pc, &tmp);
+        trc_sym_lookup_line(s, pc, &tmp);
         if (slot) {
             if (s->ninfos == s->cap_infos) {
                 size_t cap = s->cap_infos ? s->cap_infos * 2 : 256;
@@ -585,7 +316,7 @@ int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const c
 int weft_symbols_data(weft_symbols *s, uint64_t addr, const char **name, uint64_t *offset)
 {
     const sym *o = find_sym(s->objs, s->nobjs, addr - (uint64_t)s->bias, false);
-    weft_symbols *in = !o && s->nobjects ? object_at(s, addr, false) : NULL;
+    weft_symbols *in = !o && s->nobjects ? trc_sym_object_at(s, addr, false) : NULL;
     if (in)
         return weft_symbols_data(in, addr, name, offset);
     addr -= (uint64_t)s->bias;

@@ -58,6 +58,17 @@ struct weft_symbols {
     size_t nobjects;
 };
 
+/* symbols_place.c: is a link-time address in s's executable segments
+ * (true when s has no program headers: it cannot tell)? */
+bool trc_sym_in_exec(const weft_symbols *s, uint64_t addr);
+/* The shared object whose code holds run-time pc a, or whose segments hold
+ * a data address (code = false); NULL if none. */
+weft_symbols *trc_sym_object_at(const weft_symbols *s, uint64_t a, bool code);
+/* symbols_source.c: pc's (link-time) file and line into info. */
+void trc_sym_lookup_line(weft_symbols *s, uint64_t pc, pc_info *info);
+/* name as shown: C++ names demangled (owned by s); others as they are. */
+const char *trc_sym_demangled(weft_symbols *s, const char *name);
+
 /* Each stub of a dynamic binary's lazy PLT with the function it calls
  * (symbols_code.c); each's non-zero return stops with -1. */
 int weft_plt_stubs(weft_symbols *s, int (*each)(void *ctx, uint64_t stub, const char *name),
