@@ -152,11 +152,11 @@ static void load_cus(weft_symbols *s)
 }
 
 /* A PLT stub has no symbol: the one before it (_init, say) would claim
- * it. NAME@plt, as objdump says. */
+ * it. NAME@plt, and .plt for the header, as objdump says. */
 static int add_plt_name(void *ctx, uint64_t stub, const char *name)
 {
     weft_symbols *s = ctx;
-    size_t len = strlen(name) + 5;
+    size_t len = name ? strlen(name) + 5 : 5;
     char *n = malloc(len), **v = realloc(s->plt_names, (s->nplt + 1) * sizeof *v);
     sym *f = realloc(s->funcs, (s->nfuncs + 1) * sizeof *f);
     if (v)
@@ -167,9 +167,9 @@ static int add_plt_name(void *ctx, uint64_t stub, const char *name)
         free(n);
         return -1;
     }
-    snprintf(n, len, "%s@plt", name);
+    snprintf(n, len, name ? "%s@plt" : ".plt", name ? name : "");
     s->plt_names[s->nplt++] = n;
-    s->funcs[s->nfuncs++] = (sym){stub, 16, n, 0};
+    s->funcs[s->nfuncs++] = (sym){stub, name ? 16 : 32, n, 0};
     return 0;
 }
 

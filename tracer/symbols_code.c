@@ -133,6 +133,8 @@ int weft_plt_stubs(weft_symbols *s, int (*each)(void *ctx, uint64_t stub, const 
         return 0;
     Elf_Data *rd = elf_getdata(rela, NULL), *sd = elf_getdata(dynsym, NULL);
     size_t n = rd ? rsh.sh_size / rsh.sh_entsize : 0;
+    if (each(ctx, psh.sh_addr, NULL)) /* the header: the jump to the lazy binder */
+        return -1;
     for (size_t i = 0; i < n; i++) {
         GElf_Rela r;
         GElf_Sym sym;
@@ -147,6 +149,8 @@ int weft_plt_stubs(weft_symbols *s, int (*each)(void *ctx, uint64_t stub, const 
 
 static int sync_stub(void *ctx, uint64_t stub, const char *name)
 {
+    if (!name)
+        return 0;
     for (size_t k = 0; k < sizeof sync_functions / sizeof *sync_functions; k++)
         if (!strcmp(name, sync_functions[k]))
             return push_sync(ctx, stub, sync_functions[k]);

@@ -70,7 +70,8 @@ void trc_sym_lookup_line(weft_symbols *s, uint64_t pc, pc_info *info);
 const char *trc_sym_demangled(weft_symbols *s, const char *name);
 
 /* Each stub of a dynamic binary's lazy PLT with the function it calls
- * (symbols_code.c); each's non-zero return stops with -1. */
+ * (symbols_code.c), after the PLT's 32-byte header with name NULL; each's
+ * non-zero return stops with -1. */
 int weft_plt_stubs(weft_symbols *s, int (*each)(void *ctx, uint64_t stub, const char *name),
                    void *ctx);
 

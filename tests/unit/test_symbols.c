@@ -191,6 +191,12 @@ static void test_relocated(void **state)
             assert_int_equal(weft_symbols_pc(s, m.sync[i].addr + bias + 4, &stub, NULL, NULL), 0);
     assert_non_null(stub);
     assert_string_equal(stub, "pthread_create@plt");
+    /* The PLT's header, the jump to the lazy binder, is .plt. */
+    uint64_t plt0, plt0_size;
+    assert_int_equal(weft_symbols_function(s, ".plt", &plt0, &plt0_size), 0);
+    assert_int_equal(plt0_size, 32);
+    assert_int_equal(weft_symbols_pc(s, plt0 + 8, &stub, NULL, NULL), 0);
+    assert_string_equal(stub, ".plt");
     /* Far past the program's code (the C library, say): not found, where
      * the last symbol (_fini) used to claim everything above it. */
     assert_int_equal(weft_symbols_pc(s, start + 0x2800000, &fn, NULL, NULL), -1);
