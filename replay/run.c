@@ -229,6 +229,9 @@ static void wait_words(const wait_site *ws, const char *futex, char *what, size_
         w = snprintf(where, welen, "in %s (%s)", ws->api, ws->fn);
     else if (ws->fn)
         w = snprintf(where, welen, "in %s", ws->fn);
+    else if (ws->api && ws->from_call) /* inside a library without symbols, called as api */
+        w = snprintf(where, welen, "in %s%s%s%s", ws->api, ws->lib ? " (" : "",
+                     ws->lib ? ws->lib : "", ws->lib ? ")" : "");
     else if (ws->lib)
         w = snprintf(where, welen, "at pc 0x%" PRIx64 " in %s", ws->pc, ws->lib);
     else

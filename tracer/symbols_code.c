@@ -13,47 +13,74 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What a program calls to synchronize, at the level it calls it. */
-static const char *const sync_functions[] = {
-    "pthread_mutex_lock",
-    "pthread_mutex_trylock",
-    "pthread_mutex_timedlock",
-    "pthread_mutex_unlock",
-    "pthread_cond_wait",
-    "pthread_cond_timedwait",
-    "pthread_cond_signal",
-    "pthread_cond_broadcast",
-    "pthread_rwlock_rdlock",
-    "pthread_rwlock_wrlock",
-    "pthread_rwlock_tryrdlock",
-    "pthread_rwlock_trywrlock",
-    "pthread_rwlock_unlock",
-    "pthread_spin_lock",
-    "pthread_spin_trylock",
-    "pthread_spin_unlock",
-    "pthread_barrier_wait",
-    "pthread_create",
-    "pthread_join",
-    "pthread_exit",
-    "pthread_once",
-    "sem_wait",
-    "sem_trywait",
-    "sem_timedwait",
-    "sem_post",
-    "mtx_lock",
-    "mtx_trylock",
-    "mtx_timedlock",
-    "mtx_unlock",
-    "cnd_wait",
-    "cnd_timedwait",
-    "cnd_signal",
-    "cnd_broadcast",
-    "thrd_create",
-    "thrd_join",
-    "thrd_exit",
-    "exit",
-    "abort",
+/* What a program calls to synchronize, at the level it calls it: the C
+ * library's functions, and the C++ library's that are not inline (a
+ * std::mutex's lock is pthread_mutex_lock in the program's own code; a
+ * std::condition_variable's wait and a std::thread's start and join are
+ * calls into libstdc++), by their linkage name and the name shown. */
+static const struct sync_function {
+    const char *symbol, *shown;
+} sync_functions[] = {
+    {"pthread_mutex_lock", NULL},
+    {"pthread_mutex_trylock", NULL},
+    {"pthread_mutex_timedlock", NULL},
+    {"pthread_mutex_clocklock", NULL},
+    {"pthread_mutex_unlock", NULL},
+    {"pthread_cond_wait", NULL},
+    {"pthread_cond_timedwait", NULL},
+    {"pthread_cond_clockwait", NULL},
+    {"pthread_cond_signal", NULL},
+    {"pthread_cond_broadcast", NULL},
+    {"pthread_rwlock_rdlock", NULL},
+    {"pthread_rwlock_wrlock", NULL},
+    {"pthread_rwlock_tryrdlock", NULL},
+    {"pthread_rwlock_trywrlock", NULL},
+    {"pthread_rwlock_timedrdlock", NULL},
+    {"pthread_rwlock_timedwrlock", NULL},
+    {"pthread_rwlock_clockrdlock", NULL},
+    {"pthread_rwlock_clockwrlock", NULL},
+    {"pthread_rwlock_unlock", NULL},
+    {"pthread_spin_lock", NULL},
+    {"pthread_spin_trylock", NULL},
+    {"pthread_spin_unlock", NULL},
+    {"pthread_barrier_wait", NULL},
+    {"pthread_create", NULL},
+    {"pthread_join", NULL},
+    {"pthread_timedjoin_np", NULL},
+    {"pthread_clockjoin_np", NULL},
+    {"pthread_exit", NULL},
+    {"pthread_once", NULL},
+    {"sem_wait", NULL},
+    {"sem_trywait", NULL},
+    {"sem_timedwait", NULL},
+    {"sem_clockwait", NULL},
+    {"sem_post", NULL},
+    {"mtx_lock", NULL},
+    {"mtx_trylock", NULL},
+    {"mtx_timedlock", NULL},
+    {"mtx_unlock", NULL},
+    {"cnd_wait", NULL},
+    {"cnd_timedwait", NULL},
+    {"cnd_signal", NULL},
+    {"cnd_broadcast", NULL},
+    {"thrd_create", NULL},
+    {"thrd_join", NULL},
+    {"thrd_exit", NULL},
+    {"exit", NULL},
+    {"abort", NULL},
+    {"_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE",
+     "std::thread::thread"},
+    {"_ZNSt6thread4joinEv", "std::thread::join"},
+    {"_ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE", "std::condition_variable::wait"},
+    {"_ZNSt18condition_variable10notify_oneEv", "std::condition_variable::notify_one"},
+    {"_ZNSt18condition_variable10notify_allEv", "std::condition_variable::notify_all"},
 };
+#define NSYNC (sizeof sync_functions / sizeof *sync_functions)
+
+static const char *shown(const struct sync_function *f)
+{
+    return f->shown ? f->shown : f->symbol;
+}
 
 static int push_range(weft_code_map *m, uint64_t lo, uint64_t hi)
 {
@@ -151,9 +178,9 @@ static int sync_stub(void *ctx, uint64_t stub, const char *name)
 {
     if (!name)
         return 0;
-    for (size_t k = 0; k < sizeof sync_functions / sizeof *sync_functions; k++)
-        if (!strcmp(name, sync_functions[k]))
-            return push_sync(ctx, stub, sync_functions[k]);
+    for (size_t k = 0; k < NSYNC; k++)
+        if (!strcmp(name, sync_functions[k].symbol))
+            return push_sync(ctx, stub, shown(&sync_functions[k]));
     return 0;
 }
 
@@ -185,10 +212,10 @@ int weft_code_map_build(weft_symbols *s, weft_code_map *m, char *err, size_t err
         if (weft_plt_stubs(s, sync_stub, m))
             goto oom;
     } else {
-        for (size_t k = 0; k < sizeof sync_functions / sizeof *sync_functions; k++) {
+        for (size_t k = 0; k < NSYNC; k++) {
             uint64_t addr;
-            if (weft_symbols_function(s, sync_functions[k], &addr, NULL) == 0 &&
-                push_sync(m, addr, sync_functions[k]))
+            if (weft_symbols_function(s, sync_functions[k].symbol, &addr, NULL) == 0 &&
+                push_sync(m, addr, shown(&sync_functions[k])))
                 goto oom;
         }
     }

@@ -181,7 +181,10 @@ if aarch64-linux-gnu-g++ -g -O1 -pthread -o "$work/abba" "$work/abba.cpp"; then
   check "C++: a deadlock found (status $st)" test -n "$d"
   check "C++: each worker's wait called from its own line, by its C++ name ($d)" \
     bash -c "grep -q 'called from t1() (abba.cpp:6)' <<<'$d' && grep -q 'called from t2() (abba.cpp:7)' <<<'$d'"
-  check "C++: a pc in the C library without a symbol says so" grep -q ' in libc.so.6' <<<"$d"
+  check "C++: a wait inside the C library (no symbols there) by the call and the library" \
+    grep -q 'in pthread_mutex_lock (libc.so.6), called from t[12]()' <<<"$d"
+  check "C++: main waits in std::thread::join, a call into libstdc++" \
+    grep -q 'T0 waits on futex 0x[0-9a-f]* in std::thread::join (libc.so.6), called from main (abba.cpp:8)' <<<"$d"
 else
   fail "aarch64-linux-gnu-g++ cannot build a test program"
 fi
