@@ -116,6 +116,18 @@ finish() {
   [ "$failed" -eq 0 ]
 }
 
+# user_cc FILE FLAGS...: build $work/FILE (NAME.c or NAME.cpp, a test's own
+# probe) into $work/NAME as a user would, dynamic and position-independent,
+# with gcc or g++ for AArch64; false, and a failure counted, if it cannot.
+user_cc() {
+  local src="$1" cc=aarch64-linux-gnu-gcc
+  shift
+  [ "${src##*.}" = cpp ] && cc=aarch64-linux-gnu-g++
+  "$cc" "$@" -pthread -o "$work/${src%.*}" "$work/$src" 2>"$work/cc.log" && return 0
+  fail "$cc cannot build $src: $(head -3 "$work/cc.log")"
+  return 1
+}
+
 # cross_cc NAME: build $work/NAME.c (a test's own probe program, written
 # there by the test) into a static AArch64 $work/NAME; a test that cannot
 # fails and ends here.
