@@ -391,14 +391,10 @@ void weft_symbols_close(weft_symbols *s)
     if (s->fd >= 0)
         close(s->fd);
     for (size_t i = 0; i < s->nobjects; i++) {
-        weft_symbols_close(s->objects[i]);
-        free(s->obj_paths[i]);
+        weft_symbols_close(s->objects[i].syms);
+        free(s->objects[i].path);
     }
     free(s->objects);
-    free(s->obj_paths);
-    free(s->obj_names);
-    free(s->obj_lo);
-    free(s->obj_hi);
     for (size_t i = 0; i < s->nplt; i++)
         free(s->plt_names[i]);
     for (size_t i = 0; i < s->ndemangled; i++)

@@ -49,12 +49,13 @@ struct weft_symbols {
     bool pie;                  /* ET_DYN: loaded wherever qemu chooses */
     int64_t bias;              /* run-time address - link-time address (weft_symbols_relocate) */
     uint64_t load_lo, load_hi; /* all its PT_LOAD segments, link-time */
-    /* The run's shared objects (weft_symbols_place), each with its bias;
-     * lo, hi: its executable mapping, run-time. */
-    struct weft_symbols **objects;
-    const char **obj_names; /* their file names, into the paths below */
-    char **obj_paths;       /* owned */
-    uint64_t *obj_lo, *obj_hi;
+    /* The run's shared objects (weft_symbols_place). */
+    struct placed_object {
+        struct weft_symbols *syms; /* biased to where the run had it */
+        uint64_t lo, hi;           /* its mappings, run-time */
+        char *path;                /* owned */
+        const char *name;          /* its file name, in path */
+    } * objects;
     size_t nobjects;
 };
 

@@ -42,52 +42,33 @@ void weft_symbols_place(weft_symbols *s, uint64_t start_code, const weft_trace_o
     if (!s)
         return;
     weft_symbols_relocate(s, start_code);
-    if (s->nobjects)
-        return; /* placed already */
+    if (s->objects || !n || !(s->objects = calloc(n, sizeof *s->objects)))
+        return; /* placed already, nothing to place, or no memory: unnamed */
     for (uint32_t i = 0; i < n; i++) {
         char err[256];
         weft_symbols *o = weft_symbols_open(objects[i].path, err, sizeof err);
+        char *path = o ? strdup(objects[i].path) : NULL;
         uint64_t v;
-        if (!o || offset_vaddr(o, objects[i].offset, &v) < 0) {
+        if (!path || offset_vaddr(o, objects[i].offset, &v) < 0) {
             weft_symbols_close(o); /* stripped of every symbol, or gone: its pcs stay unnamed */
+            free(path);
             continue;
         }
         o->bias = (int64_t)(objects[i].lo - v);
-        weft_symbols **vo = realloc(s->objects, (s->nobjects + 1) * sizeof *vo);
-        uint64_t *lo = realloc(s->obj_lo, (s->nobjects + 1) * sizeof *lo);
-        if (vo)
-            s->objects = vo;
-        if (lo)
-            s->obj_lo = lo;
-        uint64_t *hi = vo && lo ? realloc(s->obj_hi, (s->nobjects + 1) * sizeof *hi) : NULL;
-        if (!hi) {
-            weft_symbols_close(o);
-            break;
-        }
-        s->obj_hi = hi;
-        char **pv = realloc(s->obj_paths, (s->nobjects + 1) * sizeof *pv);
-        if (pv)
-            s->obj_paths = pv;
-        const char **nv = pv ? realloc(s->obj_names, (s->nobjects + 1) * sizeof *nv) : NULL;
-        char *path = nv ? strdup(objects[i].path) : NULL;
-        if (!path) {
-            weft_symbols_close(o);
-            break;
-        }
-        s->obj_names = nv;
-        s->obj_paths[s->nobjects] = path;
-        s->obj_names[s->nobjects] = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-        s->objects[s->nobjects] = o;
-        s->obj_lo[s->nobjects] = objects[i].lo;
-        s->obj_hi[s->nobjects++] = objects[i].hi;
+        const char *base = strrchr(path, '/');
+        s->objects[s->nobjects++] = (struct placed_object){.syms = o,
+                                                           .lo = objects[i].lo,
+                                                           .hi = objects[i].hi,
+                                                           .path = path,
+                                                           .name = base ? base + 1 : path};
     }
 }
 
 const char *weft_symbols_object_of(weft_symbols *s, uint64_t pc)
 {
     for (size_t i = 0; s && i < s->nobjects; i++)
-        if (pc >= s->obj_lo[i] && pc < s->obj_hi[i])
-            return s->obj_names[i];
+        if (pc >= s->objects[i].lo && pc < s->objects[i].hi)
+            return s->objects[i].name;
     return NULL;
 }
 
@@ -111,9 +92,9 @@ bool trc_sym_in_exec(const weft_symbols *s, uint64_t addr)
 weft_symbols *trc_sym_object_at(const weft_symbols *s, uint64_t a, bool code)
 {
     for (size_t i = 0; i < s->nobjects; i++) {
-        weft_symbols *o = s->objects[i];
+        weft_symbols *o = s->objects[i].syms;
         uint64_t link = a - (uint64_t)o->bias;
-        if (code ? a >= s->obj_lo[i] && a < s->obj_hi[i] && trc_sym_in_exec(o, link)
+        if (code ? a >= s->objects[i].lo && a < s->objects[i].hi && trc_sym_in_exec(o, link)
                  : link >= o->load_lo && link < o->load_hi)
             return o;
     }
