@@ -81,8 +81,55 @@ static void keep_access(replay_race_var *r, const weft_event *e)
 
 /* One pass: the time of each switch (the next event of the thread it
  * switched to) and the last accesses to each racing variable's byte. */
+/* Each thread's last pcs (a ring) and whether its last event was a tgkill,
+ * as abort sends SIGABRT to its own thread. */
+#define SYS_TGKILL 131
+typedef struct thread_end {
+    uint64_t pcs[REPLAY_END_PCS], n, time, prog_pc, user_pc;
+    int tgkill;
+} thread_end;
+
+static thread_end *end_of(thread_end **v, size_t *n, uint32_t thread)
+{
+    if (thread >= *n) {
+        size_t m = thread + 1 > 2 * *n ? thread + 1 : 2 * *n;
+        thread_end *w = realloc(*v, m * sizeof *w);
+        if (!w)
+            return NULL;
+        memset(w + *n, 0, (m - *n) * sizeof *w);
+        *v = w;
+        *n = m;
+    }
+    return &(*v)[thread];
+}
+
+/* The thread whose end killed the run (the fault's, else the last to
+ * signal itself), and its last pcs. */
+static void find_end(replay_explanation *x, const thread_end *ends, size_t n)
+{
+    for (size_t t = 0; t < n; t++) {
+        const thread_end *e = &ends[t];
+        int it = x->fault.have ? t == x->fault.thread
+                               : e->tgkill && (!x->end.have || e->time >= x->end.time);
+        if (!it)
+            continue;
+        x->end.have = 1;
+        x->end.raised = !x->fault.have;
+        x->end.thread = (uint32_t)t;
+        x->end.time = e->time;
+        uint64_t k = e->n < REPLAY_END_PCS ? e->n : REPLAY_END_PCS;
+        for (uint64_t i = 0; i < k; i++)
+            x->end.pcs[i] = e->pcs[(e->n - 1 - i) % REPLAY_END_PCS];
+        x->end.npcs = (size_t)k;
+        x->end.prog_pc = e->prog_pc;
+        x->end.user_pc = e->user_pc;
+    }
+}
+
 static int scan_trace(weft_trace *t, replay_explanation *x, char *err, size_t errlen)
 {
+    thread_end *ends = NULL;
+    size_t nends = 0;
     query *q = calloc(x->log.n ? x->log.n : 1, sizeof *q);
     if (!q) {
         snprintf(err, errlen, "out of memory");
@@ -103,6 +150,32 @@ static int scan_trace(weft_trace *t, replay_explanation *x, char *err, size_t er
             x->log.v[h->sw].time = e.time;
             x->log.v[h->sw].have_time = 1;
         }
+        thread_end *te = end_of(&ends, &nends, e.thread);
+        if (te) {
+            te->tgkill = e.kind == WEFT_EV_SYSCALL && e.addr == SYS_TGKILL;
+            te->time = e.time;
+            if (e.pc)
+                te->pcs[te->n++ % REPLAY_END_PCS] = e.pc;
+            /* In the program, with a line (a long copy in the C library
+             * can push it out of the ring); lookups are cached by pc. */
+            const char *fn, *file = NULL;
+            int line = 0;
+            if (e.pc && x->syms && !weft_symbols_object_of(x->syms, e.pc) &&
+                weft_symbols_pc(x->syms, e.pc, &fn, &file, &line) == 0 && file && line) {
+                te->prog_pc = e.pc;
+                if (!weft_source_is_system(file))
+                    te->user_pc = e.pc;
+            }
+        }
+        if (e.kind == WEFT_EV_FAULT) {
+            x->fault.have = 1;
+            x->fault.thread = e.thread;
+            x->fault.addr = e.addr;
+            x->fault.pc = e.pc;
+            x->fault.time = e.time;
+            x->fault.write = (e.flags & WEFT_EVF_FAULT_WRITE) != 0;
+            x->fault.near = (e.flags & WEFT_EVF_FAULT_NEAR) != 0;
+        }
         if (!weft_event_is_access(e.kind) || (e.flags & WEFT_EVF_STACK))
             continue;
         for (size_t r = 0; r < x->nraces; r++) {
@@ -112,6 +185,8 @@ static int scan_trace(weft_trace *t, replay_explanation *x, char *err, size_t er
         }
     }
     free(q);
+    find_end(x, ends, nends);
+    free(ends);
     if (rc < 0)
         snprintf(err, errlen, "%s", weft_trace_error(t));
     return rc < 0 ? -1 : 0;
@@ -361,6 +436,52 @@ static void print_races(const replay_explanation *x, weft_symbols *syms, FILE *o
                 x->trace_path);
 }
 
+/* Where the dying thread's own code last was: the newest of its last pcs
+ * with a line of the user's, else the last such pc before them, else the
+ * same with a system header's line (a template of the C++ library); 0 if
+ * none has a line. */
+static uint64_t last_own_code(const replay_explanation *x, weft_symbols *syms)
+{
+    uint64_t system = 0;
+    for (size_t i = 0; syms && i < x->end.npcs; i++) {
+        const char *fn = NULL, *file = NULL;
+        int line = 0;
+        if (weft_symbols_pc(syms, x->end.pcs[i], &fn, &file, &line) != 0 || !file || !line)
+            continue;
+        if (!weft_source_is_system(file))
+            return x->end.pcs[i];
+        if (!system)
+            system = x->end.pcs[i];
+    }
+    return x->end.user_pc ? x->end.user_pc : system ? system : x->end.prog_pc;
+}
+
+/* "fault: T0 at main (segv.c:5), writing 0x0, ..." or "raised: T1 sent
+ * itself a signal ..."; then where its own code last was, if that is
+ * elsewhere (the fault or the abort inside the C library). */
+static void print_end(const replay_explanation *x, weft_symbols *syms, FILE *out)
+{
+    char where[256];
+    if (x->fault.have) {
+        char what[128];
+        place(syms, x->fault.thread, x->fault.pc, where, sizeof where);
+        name_address(syms, x->fault.addr, what, sizeof what);
+        fprintf(out, "fault: %s%s, %s %s, %" PRIu64 " ns\n", where,
+                x->fault.near ? " (or an access just after it in its block)" : "",
+                x->fault.write ? "writing" : "reading", what, x->fault.time);
+    } else if (x->end.raised) {
+        fprintf(out,
+                "raised: T%u sent itself a signal (abort: an assertion, the C library's "
+                "checks), %" PRIu64 " ns\n",
+                x->end.thread, x->end.time);
+    }
+    uint64_t own = x->end.have ? last_own_code(x, syms) : 0;
+    if (own && !(x->fault.have && own == x->fault.pc)) {
+        place(syms, x->end.thread, own, where, sizeof where);
+        fprintf(out, "  its last code in the program: %s\n", where + strcspn(where, " ") + 1);
+    }
+}
+
 void replay_explanation_print(const replay_explanation *x, FILE *out)
 {
     weft_symbols *syms = x->syms;
@@ -368,5 +489,6 @@ void replay_explanation_print(const replay_explanation *x, FILE *out)
             x->detail);
     print_switches(x, syms, out);
     print_races(x, syms, out);
+    print_end(x, syms, out); /* what killed it, and where */
     fprintf(out, "verdict: %s%s%s\n", x->verdict, x->detail[0] ? ": " : "", x->detail);
 }

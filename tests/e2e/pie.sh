@@ -207,5 +207,7 @@ if user_cc vec.cpp -g -O1; then
   check "vector: the explanation names the vector's reallocation, its template arguments left out" \
     grep -q 'at void std::vector<>::_M_realloc_insert<>(__gnu_cxx::__normal_iterator<>, int&&) (' "$work/vx.log"
   check "vector: and the user's push_back (vec.cpp:5)" grep -q 'at work(int) (vec.cpp:5)' "$work/vx.log"
+  check "vector: what killed it (a fault or an abort in the C library) and the program's last line" \
+    bash -c "grep -Eq '^(fault|raised): T[12] ' '$work/vx.log' && grep -q '^  its last code in the program: at work(int) (vec.cpp:5)$' '$work/vx.log'"
 fi
 finish

@@ -129,4 +129,16 @@ run_status st "$WEFT" replay --schedule "$f" --sched pct
 check "--schedule with --sched: exit 2" test "$st" = 2
 run_status st "$WEFT" replay --sched pct --minimize -- "$WEFT_FIXTURES/lost_update"
 check "--minimize without --seed: exit 2" test "$st" = 2
+# ---- what killed a run, and where --------------------------------------------------
+# A crash: the trace's fault event (the access that faulted), named.
+replay "$work/segv-x" --sched pct --seed 1 --explain -- "$WEFT_FIXTURES/fail_segv"
+check "fail_segv --explain: the faulting write, where (status $st)" \
+  grep -Eq '^fault: T1 at worker \(fail_segv.c:30\), writing 0x0, [0-9]+ ns$' "$work/segv-x.log"
+# An abort: the thread that signalled itself, and its last code in the program.
+replay "$work/abort-x" --sched pct --seed 1 --explain -- "$WEFT_FIXTURES/fail_abort"
+check "fail_abort --explain: the thread that raised the signal (status $st)" \
+  grep -Eq '^raised: T1 sent itself a signal \(abort' "$work/abort-x.log"
+check "fail_abort --explain: its last code in the program" \
+  grep -q '^  its last code in the program: at worker (fail_abort.c:14)$' "$work/abort-x.log"
+
 finish

@@ -478,6 +478,7 @@ typedef struct replay_race_var {
     size_t nlast;
 } replay_race_var;
 
+#define REPLAY_END_PCS 256
 typedef struct replay_explanation {
     uint64_t seed;
     char verdict[32], detail[1024];
@@ -485,6 +486,25 @@ typedef struct replay_explanation {
     char binary[PATH_MAX]; /* the traced program, "" if not found */
     weft_symbols *syms;    /* its symbols, placed where the run had it; NULL without */
     replay_switch_log log;
+    /* The access that faulted and killed the run (the trace's fault event),
+     * if it did. */
+    struct {
+        int have, write, near; /* near: an unobserved access of its block may be it */
+        uint32_t thread;
+        uint64_t addr, pc, time;
+    } fault;
+    /* The thread whose end killed the run: the one that faulted, else the
+     * one that signalled itself last (abort's tgkill: an assertion, glibc's
+     * heap checks); the pcs of its last events, newest first. */
+    struct {
+        int have, raised; /* raised: by its own signal, not a fault */
+        uint32_t thread;
+        uint64_t time;
+        uint64_t pcs[REPLAY_END_PCS];
+        size_t npcs;
+        uint64_t prog_pc, user_pc; /* its last pc in the program with a line, and
+                                    * with a line of the user's, however long ago */
+    } end;
     replay_race_var *races; /* the first races found */
     size_t nraces, nraces_total;
     int decoded; /* the race detector read the program's instructions */
