@@ -482,6 +482,11 @@ static void print_end(const replay_explanation *x, weft_symbols *syms, FILE *out
     }
 }
 
+void replay_explanation_print_end(const replay_explanation *x, FILE *out)
+{
+    print_end(x, x->syms, out);
+}
+
 void replay_explanation_print(const replay_explanation *x, FILE *out)
 {
     weft_symbols *syms = x->syms;

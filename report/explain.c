@@ -92,6 +92,24 @@ static void race_list(rbuf *b, const replay_explanation *x, weft_symbols *syms)
     rb_puts(b, "</ul>\n");
 }
 
+/* What killed the run and where, in --explain's words. */
+static void end_note(rbuf *b, const replay_explanation *x)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return;
+    replay_explanation_print_end(x, f);
+    fclose(f);
+    if (len) {
+        rb_puts(b, "<pre class='end'>");
+        rb_esc(b, text);
+        rb_puts(b, "</pre>\n");
+    }
+    free(text);
+}
+
 /* One campaign's first failing run, if its files were kept. */
 static void explain_one(rbuf *b, const report_campaign *c, size_t index)
 {
@@ -153,6 +171,7 @@ static void explain_one(rbuf *b, const report_campaign *c, size_t index)
               x.log.switches, x.log.preemptions, seed);
     switch_table(b, &x, rt.syms);
     race_list(b, &x, rt.syms);
+    end_note(b, &x);
     free(m);
     report_trace_free(&rt);
     replay_explanation_free(&x);

@@ -191,6 +191,14 @@ else
   check "campaign report: the racing pair named on the timeline ($var)" grep -q "race on $var</text>" <<<"$why"
 fi
 
+# A crash: why its first failing schedule failed ends with what killed it.
+run_status st "$WEFT" replay --sched pct --depth 1 --runs 2 --save-trace -q -o "$work/crash" \
+  -- "$WEFT_FIXTURES/fail_segv" >/dev/null 2>&1
+run_status st "$WEFT" report "$work/crash" >/dev/null 2>&1
+check "crash report: the faulting access, where (status $st)" \
+  grep -q "^<pre class='end'>fault: T1 at worker (fail_segv.c:30), writing 0x0, [0-9]* ns" \
+  "$work/crash/report.html"
+
 # Bad input: one line, status 1 (2 for the command line).
 run_status st "$WEFT" report "$work/nonexistent" >/dev/null 2>"$work/e"
 check "missing folder: status 1, one line" test "$st $(wc -l <"$work/e")" = "1 1"

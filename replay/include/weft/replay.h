@@ -513,6 +513,10 @@ typedef struct replay_explanation {
 /* The kept files of seed in a replay folder (traces/seed-S.wtr and
  * .sched.json, runs.jsonl): its switches, the races of its trace and the
  * last accesses to their variables. 0, or -1 with one line in err. */
+/* What killed the run and where (the fault, or the thread that raised the
+ * signal, and its last code in the program), as --explain prints it;
+ * nothing if the run was not killed. */
+void replay_explanation_print_end(const replay_explanation *x, FILE *out);
 int replay_explanation_load(const char *dir, uint64_t seed, replay_explanation *x, char *err,
                             size_t errlen);
 void replay_explanation_free(replay_explanation *x);
