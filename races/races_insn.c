@@ -164,17 +164,9 @@ static void object_got(races_code *c, const weft_trace_object *o)
 {
     int fd = open(o->path, O_RDONLY | O_CLOEXEC);
     Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
-    size_t n;
-    if (elf && elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &n) == 0) {
-        for (size_t i = 0; i < n; i++) {
-            GElf_Phdr ph;
-            if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
-                o->offset + 4096 > ph.p_offset && o->offset < ph.p_offset + ph.p_filesz) {
-                find_got(c, elf, o->lo - (ph.p_vaddr - ph.p_offset + o->offset));
-                break;
-            }
-        }
-    }
+    uint64_t v;
+    if (elf && elf_kind(elf) == ELF_K_ELF && weft_elf_offset_vaddr(elf, o->offset, &v) == 0)
+        find_got(c, elf, o->lo - v);
     if (elf)
         elf_end(elf);
     if (fd >= 0)

@@ -18,17 +18,15 @@ void weft_symbols_relocate(weft_symbols *s, uint64_t start_code)
     }
 }
 
-/* The link-time address of file offset `offset` in a loaded segment of o:
- * qemu mapped that offset at the object's run-time lo. */
-static int offset_vaddr(weft_symbols *o, uint64_t offset, uint64_t *vaddr)
+int weft_elf_offset_vaddr(void *elf, uint64_t offset, uint64_t *vaddr)
 {
     size_t n;
-    if (elf_getphdrnum(o->elf, &n) != 0)
+    if (elf_getphdrnum(elf, &n) != 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         GElf_Phdr ph;
-        if (gelf_getphdr(o->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
-            offset + 4096 > ph.p_offset && offset < ph.p_offset + ph.p_filesz) {
+        if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && offset + 4096 > ph.p_offset &&
+            offset < ph.p_offset + ph.p_filesz) {
             *vaddr = ph.p_vaddr - ph.p_offset + offset;
             return 0;
         }
@@ -49,7 +47,7 @@ void weft_symbols_place(weft_symbols *s, uint64_t start_code, const weft_trace_o
         weft_symbols *o = weft_symbols_open(objects[i].path, err, sizeof err);
         char *path = o ? strdup(objects[i].path) : NULL;
         uint64_t v;
-        if (!path || offset_vaddr(o, objects[i].offset, &v) < 0) {
+        if (!path || weft_elf_offset_vaddr(o->elf, objects[i].offset, &v) < 0) {
             weft_symbols_close(o); /* stripped of every symbol, or gone: its pcs stay unnamed */
             free(path);
             continue;

@@ -433,6 +433,11 @@ int weft_source_is_system(const char *file);
 /* The file name of the shared object whose code holds pc ("libc.so.6"),
  * NULL if none (weft_symbols_place): says where a pc without a symbol is. */
 const char *weft_symbols_object_of(weft_symbols *s, uint64_t pc);
+/* The link-time address of file offset `offset` in a loaded segment of an
+ * ELF (a libelf Elf *, passed as void * to keep libelf out of this header):
+ * qemu maps a shared object's offset at its run-time lo, so lo minus this
+ * is the object's bias. 0, or -1 if no PT_LOAD holds it. */
+int weft_elf_offset_vaddr(void *elf, uint64_t offset, uint64_t *vaddr);
 /* binary's symbols placed where the run of meta had it and its objects. */
 weft_symbols *weft_symbols_open_run(const char *binary, const weft_trace_meta *meta, char *err,
                                     size_t errlen);
