@@ -40,7 +40,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int index)
 /* Marks itself busy only around what may block: this runs for every block. */
 static void tb_exec_bound(vcpu_state *v, void *udata)
 {
-    plugin_inline_settle(v);
+    plugin_inline_enter(v);
     /* The parent's first block after the first clone: qemu flushed before it. */
     int pending = atomic_load_explicit(&g_plugin.tb_flush_pending, memory_order_acquire);
     if (pending == v->pe)
@@ -85,7 +85,8 @@ static void tb_exec(unsigned int index, void *udata)
          * clone's SVC); the main thread's counts what ran before its first
          * callback (the loader's entry may be counted inline). */
         if (v->pe != 0)
-            plugin_inline_resync(v);
+            v->inline_fresh = 1;
+        plugin_host_delay();
     }
     tb_exec_bound(v, udata);
 }

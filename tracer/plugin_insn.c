@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plugin_state.h"
 
@@ -57,8 +58,17 @@ int insn_tb_closes_wait_loop(struct qemu_plugin_tb *tb, size_t n)
                              qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0)));
 }
 
+void plugin_host_delay(void)
+{
+    struct timespec nap = {0, 2000000};
+    if (g_plugin.host_delay)
+        nanosleep(&nap, NULL);
+}
+
 void plugin_inline_setup(void)
 {
+    const char *d = getenv("WEFT_HOST_DELAY");
+    g_plugin.host_delay = d && !strcmp(d, "1");
     const char *e = getenv("WEFT_INLINE_BLOCKS");
     g_plugin.count_inline = plugin_lib_rule() && !g_plugin.sched.ppct_host_parallel &&
                             !g_plugin.cfg.inject && !g_plugin.spec.on && !(e && !strcmp(e, "0"));

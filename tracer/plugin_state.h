@@ -118,6 +118,7 @@ typedef struct vcpu_state {
     weft_block_fast fast; /* the platform's block start, inline (its pe's) */
     uint64_t inline_seen; /* g_plugin.inline_insns when it last left a callback */
     uint64_t stores_seen; /* g_plugin.inline_lib_stores then */
+    int inline_fresh;     /* back from a syscall, or new: no guest code of its own since */
 } vcpu_state;
 
 /* Per guest thread (PE), for the trace's thread table. */
@@ -311,6 +312,11 @@ typedef struct plugin {
      * spin rule, which the running thread takes at its next callback) */
     uint64_t inline_lib_stores;
     int count_inline;
+    /* WEFT_HOST_DELAY=1 (tests): a thread sleeps where the host's
+     * scheduler may keep it off a core while the holder runs on, after its
+     * syscall returns and before a new thread's first block; nothing of the
+     * run may change (tests/e2e/replay_inline_blocks.sh). */
+    int host_delay;
     uint64_t inline_blocks; /* translated so (WEFT_PLUGIN_STATS) */
     uint64_t translated; /* blocks translated by this process (a server's child: since its fork) */
     atomic_ulong write_errors;
@@ -374,7 +380,12 @@ int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, 
  * them since it last left a callback: one thread runs guest code at a time.
  * A callback entered from guest code adds them (settle); one that may have
  * waited, or follows a syscall, starts counting anew when it leaves
- * (resync). With no inline counting both are no-ops. */
+ * (resync). With no inline counting both are no-ops.
+ * A thread back from a syscall, or new, is not the holder yet: between its
+ * callback's resync and its next block's (the pc after the SVC, never
+ * counted inline) the holder runs on, as long as the host keeps this thread
+ * off a core. That block's callback therefore resyncs instead of settling
+ * (plugin_inline_enter). */
 void plugin_spin_progress(vcpu_state *v); /* plugin_spin.c */
 
 static inline void plugin_inline_settle(vcpu_state *v)
@@ -393,6 +404,20 @@ static inline void plugin_inline_resync(vcpu_state *v)
 {
     v->inline_seen = __atomic_load_n(&g_plugin.inline_insns, __ATOMIC_RELAXED);
     v->stores_seen = __atomic_load_n(&g_plugin.inline_lib_stores, __ATOMIC_RELAXED);
+}
+
+void plugin_host_delay(void);
+
+/* At a block's callback: settle, or resync for a thread that ran no guest
+ * code since its syscall or its creation. */
+static inline void plugin_inline_enter(vcpu_state *v)
+{
+    if (v->inline_fresh) {
+        v->inline_fresh = 0;
+        plugin_inline_resync(v);
+    } else {
+        plugin_inline_settle(v);
+    }
 }
 
 /* plugin_fault.c */

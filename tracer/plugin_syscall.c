@@ -497,7 +497,7 @@ void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t 
         server_at_syscall(v, num, a1); /* a fork server serves from its first clone */
     const uint64_t args[6] = {a1, a2, a3, a4, a5, a6};
     int pe = v->pe;
-    plugin_inline_settle(v); /* the SVC's block may have been counted inline */
+    plugin_inline_enter(v); /* the SVC's block may have been counted inline */
     weft_platform_busy(g_plugin.platform, pe, 1);
     in_syscall_cb = 1;
     syscall_entry_bound(v, num, args);
@@ -519,5 +519,6 @@ void plugin_syscall_return(qemu_plugin_id_t id, unsigned int vcpu_idx, int64_t n
     syscall_return_bound(v, num, ret);
     in_syscall_cb = 0;
     weft_platform_busy(g_plugin.platform, pe, -1);
-    plugin_inline_resync(v);
+    v->inline_fresh = 1;
+    plugin_host_delay();
 }

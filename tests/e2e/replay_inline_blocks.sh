@@ -4,12 +4,29 @@
 # seeds give the same runs.jsonl with it and without it (WEFT_INLINE_BLOCKS=0),
 # lazy runs and kept ones alike, and the kept traces are the same bytes
 # (every event's virtual time included). The variable is set in both runs,
-# with values of one length, so the guest's environment is the same.
+# with values of one length, so the guest's environment is the same; so is
+# WEFT_HOST_DELAY below, which must change nothing either.
 source "$(dirname "$0")/lib.sh"
 
-export WEFT_GUEST_ENV="WEFT_INLINE_BLOCKS WEFT_PLUGIN_STATS"
+export WEFT_GUEST_ENV="WEFT_INLINE_BLOCKS WEFT_PLUGIN_STATS WEFT_HOST_DELAY"
 
 replay_cases_either_way WEFT_INLINE_BLOCKS
+
+# The count is one thread's however the host schedules: WEFT_HOST_DELAY=1
+# keeps a thread off the core for 2 ms after each syscall returns and before
+# a new thread's first block, while the holder runs on. Those instructions
+# were counted to the sleeper (a new thread, or one woken from a futex), and
+# the campaigns differed in every case below; on a loaded machine it
+# happened now and then by itself.
+same_either_way WEFT_HOST_DELAY delayed-wsq --sched rpro --depth 2 --runs 8 -- "$WEFT_FIXTURES/wsq"
+same_either_way WEFT_HOST_DELAY delayed-lost_update --sched pct --depth 2 --runs 12 -- \
+  "$WEFT_FIXTURES/lost_update"
+same_either_way WEFT_HOST_DELAY delayed-deadlock --sched random --depth 1 --points shared --runs 8 -- \
+  "$WEFT_FIXTURES/deadlock_lock_order"
+if [ -x "$WEFT_SYSROOT/lib/ld-linux-aarch64.so.1" ]; then
+  same_either_way WEFT_HOST_DELAY delayed-dynamic --sched pct --depth 2 --runs 8 --sysroot "$WEFT_SYSROOT" -- \
+    "$WEFT_FIXTURES/lost_update_dynamic"
+fi
 
 # It was in use: a run's statistics count the blocks translated so.
 blocks() {
