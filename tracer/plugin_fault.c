@@ -248,3 +248,24 @@ void plugin_stop(void)
     /* The writer writes nothing more; the buffers are in the live file. */
     _exit(124);
 }
+
+/* A thread past --max-threads has no PE: it would run untraced, and a
+ * thread waiting for it (a join) would look deadlocked. The run stops as at
+ * a trace limit; weft replay recognizes the line (guest_too_many_threads). */
+void plugin_too_many_threads(void)
+{
+    static atomic_int said;
+    if (!atomic_exchange(&said, 1)) {
+        fprintf(stderr,
+                "weft: more than %u threads: raise --max-threads (each thread the program "
+                "starts has a PE of its own); stopping the run, the trace so far is kept, "
+                "flagged truncated\n",
+                g_plugin.cfg.max_pes);
+        fflush(stderr);
+        if (g_plugin.writer)
+            weft_trace_writer_stop(g_plugin.writer, WEFT_TRACE_STOP_THREADS);
+        _exit(124);
+    }
+    for (;;)
+        pause(); /* the first one ends the process */
+}

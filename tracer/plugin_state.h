@@ -443,6 +443,7 @@ void plugin_buf_rejoin(void);
 /* The writer stopped at a limit: say why, leave the spool for salvage and
  * end the process at once (another thread may be recording). */
 void plugin_stop(void) __attribute__((noreturn));
+void plugin_too_many_threads(void) __attribute__((noreturn));
 static inline int plugin_tracing_here(void)
 {
     return getpid() == g_plugin.owner_pid;

@@ -458,11 +458,8 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
                (v->sys_args[0] & CLONE_THREAD)) {
         uint64_t clear_tid = (v->sys_args[0] & CLONE_CHILD_CLEARTID) ? v->sys_args[4] : 0;
         int child = weft_platform_thread_create(p, v->pe, (uint64_t)ret, v->sys_cycles, clear_tid);
-        if (child < 0) {
-            fprintf(stderr, "weft: more than %u threads: raise --max-threads\n",
-                    g_plugin.cfg.max_pes);
-            return;
-        }
+        if (child < 0)
+            plugin_too_many_threads();
         thread_record *ct = &g_plugin.threads[child];
         stack_of(v->sys_args[1], &ct->stack_lo, &ct->stack_hi);
         /* What SP can reach: below the initial SP. The thread descriptor and

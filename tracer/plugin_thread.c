@@ -135,10 +135,8 @@ void plugin_bind_vcpu(vcpu_state *v)
             nanosleep(&nap, NULL);
         }
     }
-    if (pe < 0) {
-        fprintf(stderr, "weft: more than %u threads: raise --max-threads\n", g_plugin.cfg.max_pes);
-        return;
-    }
+    if (pe < 0)
+        plugin_too_many_threads();
     while (pe > 0 && !atomic_load(&g_plugin.threads[pe].ready) &&
            !weft_platform_is_exiting(g_plugin.platform))
         nanosleep(&nap, NULL);

@@ -200,6 +200,18 @@ int weft_trace_writer_stopped(weft_trace_writer *w, uint64_t *free_bytes)
     return r;
 }
 
+/* The spool's last record says why it stops (salvage reads it back). */
+static void stop_locked(weft_trace_writer *w, int why)
+{
+    uint8_t rec[STOP_SIZE] = {0};
+    put_u32(rec, STOP_MAGIC);
+    put_u32(rec + 4, (uint32_t)why);
+    put_u32(rec + 8, trc_crc32(0, rec, 8));
+    if (trc_write_all(w->fd, rec, sizeof rec) == 0)
+        w->off += sizeof rec;
+    w->stopped = why;
+}
+
 int trc_writer_limits_allow(weft_trace_writer *w, size_t len)
 {
     int why = 0;
@@ -219,16 +231,17 @@ int trc_writer_limits_allow(weft_trace_writer *w, size_t len)
         }
         w->next_check = w->off + FREE_CHECK_STEP;
     }
-    if (why) {
-        uint8_t rec[STOP_SIZE] = {0};
-        put_u32(rec, STOP_MAGIC);
-        put_u32(rec + 4, (uint32_t)why);
-        put_u32(rec + 8, trc_crc32(0, rec, 8));
-        if (trc_write_all(w->fd, rec, sizeof rec) == 0)
-            w->off += sizeof rec;
-        w->stopped = why;
-    }
+    if (why)
+        stop_locked(w, why);
     return why;
+}
+
+void weft_trace_writer_stop(weft_trace_writer *w, int why)
+{
+    pthread_mutex_lock(&w->lock);
+    if (!w->stopped)
+        stop_locked(w, why);
+    pthread_mutex_unlock(&w->lock);
 }
 
 int trc_writer_fail(weft_trace_writer *w, const char *fmt, ...)

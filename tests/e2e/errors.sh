@@ -98,6 +98,14 @@ if aarch64-linux-gnu-gcc -o dyn dyn.c 2>/dev/null &&
       "program: more threads than --max-threads" 1 \
       "weft: churn started more than 4 threads in one run (each has a processing element of its own, never reused): give --max-threads 16 (up to 65536)" \
       "$WEFT" replay --runs 2 --max-threads 4 -o churned -- churn
+    among=1 expect_as "weft: more than 512 threads: raise --max-threads (each thread the program starts has a PE of its own); stopping the run, the trace so far is kept, flagged truncated" \
+      "trace program: more threads than --max-threads" 124 \
+      "weft: more than 4 threads: raise --max-threads (each thread the program starts has a PE of its own); stopping the run, the trace so far is kept, flagged truncated" \
+      "$WEFT" trace --max-threads 4 -o churn.wtr -- churn
+    check "trace program: more threads than --max-threads: said once" \
+      test "$(grep -c 'more than 4 threads' "$work/err")" = 1
+    check "trace program: more threads than --max-threads: the trace so far, truncated" \
+      sh -c "'$WEFT' info churn.wtr 2>&1 | grep -q 'truncated'"
   else
     fail "program: more threads than --max-threads: the cross compiler failed"
   fi

@@ -299,8 +299,9 @@ weft_trace_buf *weft_trace_writer_buf(weft_trace_writer *w, unsigned slot);
 int weft_trace_writer_append_buf(weft_trace_writer *w, weft_trace_buf *b);
 
 /* Why a writer stopped accepting events. */
-#define WEFT_TRACE_STOP_SIZE 1 /* the spool reached its size limit */
-#define WEFT_TRACE_STOP_DISK 2 /* the file system was nearly full */
+#define WEFT_TRACE_STOP_SIZE 1    /* the spool reached its size limit */
+#define WEFT_TRACE_STOP_DISK 2    /* the file system was nearly full */
+#define WEFT_TRACE_STOP_THREADS 3 /* the program started more threads than --max-threads */
 
 /* Stop accepting events once the spool would grow past max_bytes (0: no
  * limit), or once the file system holding it has less than min_free bytes
@@ -309,6 +310,9 @@ int weft_trace_writer_append_buf(weft_trace_writer *w, weft_trace_buf *b);
  * then on every append returns 1 without writing anything, the spool is
  * left whole for salvage, which flags the trace WEFT_TRACE_STOPPED. */
 void weft_trace_writer_set_limits(weft_trace_writer *w, uint64_t max_bytes, uint64_t min_free);
+/* Stop now, for a reason of the caller's (WEFT_TRACE_STOP_*), as a limit
+ * stops it: nothing more is written, the spool is left for salvage. */
+void weft_trace_writer_stop(weft_trace_writer *w, int why);
 /* 0, or WEFT_TRACE_STOP_* once the writer stopped; *free_bytes (if not
  * NULL) gets the free space last seen. */
 int weft_trace_writer_stopped(weft_trace_writer *w, uint64_t *free_bytes);
