@@ -12,6 +12,8 @@
 
 #include "weft/replay.h"
 
+#include "run_record.h"
+
 /* Races shown; a run with more lists the first ones found. */
 #define EXPLAIN_MAX_RACES 8
 
@@ -456,6 +458,28 @@ static uint64_t last_own_code(const replay_explanation *x, weft_symbols *syms)
     return x->end.user_pc ? x->end.user_pc : system ? system : x->end.prog_pc;
 }
 
+/* "T0 at main (segv.c:5), writing 0x0" */
+static void fault_words(weft_symbols *syms, uint32_t thread, uint64_t pc, uint64_t addr, int near,
+                        int write, char *buf, size_t len)
+{
+    char where[256], what[128];
+    place(syms, thread, pc, where, sizeof where);
+    name_address(syms, addr, what, sizeof what);
+    snprintf(buf, len, "%s%s, %s %s", where,
+             near ? " (or an access just after it in its block)" : "",
+             write ? "writing" : "reading", what);
+}
+
+void replay_fault_words(const char *binary, const weft_run_fault *f, char *buf, size_t len)
+{
+    weft_trace_meta meta = {.start_code = f->start_code};
+    char err[256];
+    weft_symbols *syms = weft_symbols_open_run(binary, &meta, err, sizeof err);
+    fault_words(syms, f->ev.thread, f->ev.pc, f->ev.addr, (f->ev.flags & WEFT_EVF_FAULT_NEAR) != 0,
+                (f->ev.flags & WEFT_EVF_FAULT_WRITE) != 0, buf, len);
+    weft_symbols_close(syms);
+}
+
 /* "fault: T0 at main (segv.c:5), writing 0x0, ..." or "raised: T1 sent
  * itself a signal ..."; then where its own code last was, if that is
  * elsewhere (the fault or the abort inside the C library). */
@@ -463,12 +487,10 @@ static void print_end(const replay_explanation *x, weft_symbols *syms, FILE *out
 {
     char where[256];
     if (x->fault.have) {
-        char what[128];
-        place(syms, x->fault.thread, x->fault.pc, where, sizeof where);
-        name_address(syms, x->fault.addr, what, sizeof what);
-        fprintf(out, "fault: %s%s, %s %s, %" PRIu64 " ns\n", where,
-                x->fault.near ? " (or an access just after it in its block)" : "",
-                x->fault.write ? "writing" : "reading", what, x->fault.time);
+        char words[512];
+        fault_words(syms, x->fault.thread, x->fault.pc, x->fault.addr, x->fault.near,
+                    x->fault.write, words, sizeof words);
+        fprintf(out, "fault: %s, %" PRIu64 " ns\n", words, x->fault.time);
     } else if (x->end.raised) {
         fprintf(out,
                 "raised: T%u sent itself a signal (abort: an assertion, the C library's "

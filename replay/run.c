@@ -471,9 +471,14 @@ static void judge(const replay_config *c, seed_run *sr)
                  "killed after %u s (livelock, or --timeout too short)", c->timeout);
     } else if (sr->r.end == GUEST_SIGNALED) {
         sr->v = sr->r.status == SIGABRT ? REPLAY_ABORT : REPLAY_CRASH;
-        /* The guest's own last words (an assertion message) if any. */
+        /* Where it faulted, else the guest's own last words (an assertion
+         * message) if any. */
         char last[1024] = "";
-        find_line(sr->files.err, NULL, 1, last, sizeof last);
+        weft_run_fault f;
+        if (replay_record_fault(sr->files.record, &f) == 0)
+            replay_fault_words(c->run.binary, &f, last, sizeof last);
+        else
+            find_line(sr->files.err, NULL, 1, last, sizeof last);
         snprintf(sr->detail, sizeof sr->detail, "killed by signal %d (%s)%s%s", sr->r.status,
                  strsignal(sr->r.status), last[0] ? ": " : "", last);
     } else {

@@ -58,6 +58,18 @@ json_t *replay_record_load(const char *path)
     return rec;
 }
 
+int replay_record_fault(const char *path, weft_run_fault *out)
+{
+    char sp[PATH_MAX + 16];
+    status_path(path, sp, sizeof sp);
+    int fd = open(sp, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = pread(fd, out, sizeof *out, (off_t)sizeof(pct_status));
+    close(fd);
+    return n == (ssize_t)sizeof *out && out->magic == WEFT_RUN_FAULT_MAGIC ? 0 : -1;
+}
+
 int replay_record_died(const json_t *rec)
 {
     return rec && json_is_true(json_object_get(rec, "died"));

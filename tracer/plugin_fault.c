@@ -117,6 +117,7 @@ static void note_fault(vcpu_state *v, uintptr_t host_addr, const void *uc)
     };
     b->fault_events = b->base + v->nbuf;
     __atomic_store_n(&b->fault_seq, atomic_fetch_add(&fault_seq, 1) + 1, __ATOMIC_RELEASE);
+    plugin_record_fault(&b->fault); /* a replay: for its verdict */
 }
 
 static void on_host_fault(int sig, siginfo_t *info, void *uc)

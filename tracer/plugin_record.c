@@ -178,11 +178,25 @@ static void status_path(char *out, size_t len)
     snprintf(out, len, "%s.status", g_plugin.sched.record_path);
 }
 
+/* The status file: the policy's counts, then the run's fault. */
+#define STATUS_FILE_SIZE (sizeof(pct_status) + sizeof(weft_run_fault))
+
+void plugin_record_fault(const weft_event *ev)
+{
+    sched_state *s = &g_plugin.sched;
+    if (!s->status)
+        return;
+    weft_run_fault *f = (weft_run_fault *)(void *)((char *)s->status + sizeof(pct_status));
+    f->start_code = g_plugin.meta.start_code;
+    f->ev = *ev;
+    __atomic_store_n(&f->magic, WEFT_RUN_FAULT_MAGIC, __ATOMIC_RELEASE);
+}
+
 static void open_status(void)
 {
     sched_state *s = &g_plugin.sched;
     if (s->status) /* a fork server's child: the server's mapping */
-        munmap(s->status, sizeof *s->status);
+        munmap(s->status, STATUS_FILE_SIZE);
     s->status = NULL;
     if (!s->record_path || !s->policy)
         return;
@@ -191,8 +205,8 @@ static void open_status(void)
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0)
         return;
-    if (ftruncate(fd, sizeof *s->status) == 0) {
-        void *m = mmap(NULL, sizeof *s->status, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ftruncate(fd, STATUS_FILE_SIZE) == 0) {
+        void *m = mmap(NULL, STATUS_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (m != MAP_FAILED)
             s->status = m;
     }

@@ -409,6 +409,9 @@ static void serve(vcpu_state *v)
     spare sp = {0};
     for (;;) {
         if (!sp.pid && fork_spare(&sp, self)) {
+            /* The thread that forked is the child's main thread, with the
+             * child's pid for its tid: a fault is looked up by it. */
+            v->tid = gettid();
             spare_run(&mask);
             return;
         }

@@ -650,6 +650,8 @@ void record_where(int pe, uint64_t *pc, uint64_t *seq);
 void record_decided_at(int pe, uint64_t pc, uint64_t seq);
 /* The record of the policy's run, at the run's end. */
 void sched_write_record(void);
+/* A replay's fault, into the status file (async-signal-safe). */
+void plugin_record_fault(const weft_event *ev);
 /* POINTS_VISIBLE: read the program's code map from its binary. */
 int sched_load_code(const char *binary, char *err, size_t errlen);
 /* A replay whose points are the program's visible operations. */

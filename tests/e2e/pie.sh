@@ -69,6 +69,14 @@ if user_cc segv.c -g -O1; then
   check "crash: the salvaged trace knows the load address" grep -Eq '^code at +0x[0-9a-f]+$' "$work/sinfo"
   check "crash: and names p" grep -Eq '^  p: ' "$work/sinfo"
   check "crash: and knows the shared objects" grep -Eq '^objects +.*libc.so.6 at 0x' "$work/sinfo"
+  # A campaign's crash names the faulting access where qemu loaded the program,
+  # made by the main thread of a fork server's child (its tid is the child's pid).
+  run_status st timeout -s KILL 120 "$WEFT" replay --sched pct --runs 2 --jobs 1 -o "$work/sc" -- \
+    "$work/segv" </dev/null >"$work/sc.log" 2>&1
+  check "crash: a campaign's crash (status $st)" test "$st" = 10
+  check "crash: its verdict names the faulting store in main" \
+    grep -q '^seed 1: crash: killed by signal 11 (Segmentation fault): T0 at main (segv.c:12), writing 0x0$' \
+    "$work/sc.log"
 fi
 
 # weft races reads the program's atomics from its code, at the pcs where it

@@ -13,6 +13,12 @@ one() { # name expected-status expected-verdict weft-replay-args...
 
 one segv 10 crash --sched pct --points none -- "$WEFT_FIXTURES/fail_segv"
 check "segv: names the signal" grep -q "signal 11" "$work/segv.log"
+# and the faulting access: the store through the null pointer (line 30).
+check "segv: names the faulting access" \
+  grep -q '^seed 1: crash: killed by signal 11 (Segmentation fault): T1 at worker (fail_segv.c:30), writing 0x0$' \
+  "$work/segv.log"
+check "segv: so does its JSON line" \
+  test "$(jq -r .detail "$work/segv/runs.jsonl")" = "killed by signal 11 (Segmentation fault): T1 at worker (fail_segv.c:30), writing 0x0"
 one abort 10 abort --sched pct --points none -- "$WEFT_FIXTURES/fail_abort"
 check "abort: names the signal" grep -q "signal 6" "$work/abort.log"
 # A guest killed by a signal writes no record; its policy kept its counts in

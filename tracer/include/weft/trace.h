@@ -63,6 +63,17 @@ typedef struct weft_event {
     uint16_t flags;  /* WEFT_EVF_* */
 } weft_event;
 
+/* A replay's fault where a run killed by it still leaves it: qemu re-raises
+ * the guest's fatal signal, so such a run writes no record. The tracer puts
+ * it in the record's status file, after the policy's counts (pct_status),
+ * and weft replay names its place in the run's verdict. */
+#define WEFT_RUN_FAULT_MAGIC 0x544c554146544657ull /* "WFTFAULT" */
+typedef struct weft_run_fault {
+    uint64_t magic;      /* WEFT_RUN_FAULT_MAGIC once the fields below are whole */
+    uint64_t start_code; /* where qemu loaded the program (weft_symbols_relocate) */
+    weft_event ev;       /* WEFT_EV_FAULT, as the trace has it */
+} weft_run_fault;
+
 typedef enum weft_trace_mode { WEFT_MODE_FREE = 0, WEFT_MODE_EXACT = 1 } weft_trace_mode;
 typedef enum weft_trace_filter {
     WEFT_FILTER_NONSTACK = 0, /* default: drop accesses to the accessing thread's own stack */
