@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 

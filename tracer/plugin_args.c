@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 /* Defaults of what the arguments may change: the ideal platform's (1 cycle
  * per instruction, 1 ns per cycle), free mode, every event but the

@@ -15,7 +15,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 #define NS_PER_S 1000000000ull
 #define REALTIME_BASE_S 1767225600ull /* 2026-01-01 00:00:00 UTC */

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 static struct sigaction prev_segv, prev_bus;
 static atomic_int hooked;

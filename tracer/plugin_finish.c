@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 /* One vCPU's part at the end: its buffered events go to the writer, and a
  * thread still running at exit_group ends where the process did. */

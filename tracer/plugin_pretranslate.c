@@ -38,7 +38,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 /* include/exec/cpu-all.h, qemu 7.x */
 #define QEMU_PAGE_WRITE 0x0002

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 #define RANDOM_STREAM_SEED UINT64_C(0x77656674) /* "weft" */
 

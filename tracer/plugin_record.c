@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 /* Each PE's vCPU as last found, [max_pes]: read and written under the
  * platform's lock, allocated before any thread runs. */

@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 int sched_parse_policy_arg(pct_config *cfg, const char *key, const char *val)
 {

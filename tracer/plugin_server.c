@@ -45,7 +45,7 @@
 
 #include <sched.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 /* A prefix that records more than this is not kept in memory: no server. */
 #define SERVER_MAX_PREFIX_EVENTS 1000000u

@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 /* Replaces the timespec at guest address req for the call: 0 if done. An
  * address the guest may not read stays as it is: the call fails as it

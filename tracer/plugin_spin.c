@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 /* A spinner re-reads a few addresses while nothing else runs: after this
  * many such loads in one turn, with no write to memory outside its stack, it

@@ -10,7 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 /* AArch64 Linux syscall numbers (asm-generic). */
 enum {

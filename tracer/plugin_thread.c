@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plugin_state.h"
+#include "plugin_replay.h"
 
 static uint64_t inject_apply(vcpu_state *v, uint64_t cycles, uint64_t pc, int recorded);
 
