@@ -470,13 +470,37 @@ static void fault_words(weft_symbols *syms, uint32_t thread, uint64_t pc, uint64
              write ? "writing" : "reading", what);
 }
 
-void replay_fault_words(const char *binary, const weft_run_fault *f, char *buf, size_t len)
+/* The newest of pcs (newest first, 0 ends them) on a line of the user's
+ * own source, else the newest. */
+static uint64_t user_pc(weft_symbols *syms, const uint64_t pcs[WEFT_RUN_END_PCS])
 {
-    weft_trace_meta meta = {.start_code = f->start_code};
-    char err[256];
+    for (size_t i = 0; i < WEFT_RUN_END_PCS && pcs[i]; i++) {
+        const char *fn = NULL, *file = NULL;
+        int line = 0;
+        if (syms && weft_symbols_pc(syms, pcs[i], &fn, &file, &line) == 0 && file && line > 0 &&
+            !weft_source_is_system(file))
+            return pcs[i];
+    }
+    return pcs[0];
+}
+
+void replay_end_words(const char *binary, const weft_run_end *e, char *buf, size_t len)
+{
+    weft_trace_meta meta = {.start_code = e->start_code};
+    char err[256], where[256];
     weft_symbols *syms = weft_symbols_open_run(binary, &meta, err, sizeof err);
-    fault_words(syms, f->ev.thread, f->ev.pc, f->ev.addr, (f->ev.flags & WEFT_EVF_FAULT_NEAR) != 0,
-                (f->ev.flags & WEFT_EVF_FAULT_WRITE) != 0, buf, len);
+    const weft_event *f = &e->fault;
+    if (f->kind == WEFT_EV_FAULT)
+        fault_words(syms, f->thread, f->pc, f->addr, (f->flags & WEFT_EVF_FAULT_NEAR) != 0,
+                    (f->flags & WEFT_EVF_FAULT_WRITE) != 0, buf, len);
+    else if (e->raised_signal && e->raised_own_pcs[0]) {
+        place(syms, e->raised_thread, user_pc(syms, e->raised_own_pcs), where, sizeof where);
+        snprintf(buf, len, "T%u raised it, last in the program %s", e->raised_thread,
+                 where + strcspn(where, " ") + 1);
+    } else if (e->raised_signal)
+        snprintf(buf, len, "T%u raised it", e->raised_thread);
+    else if (len)
+        buf[0] = 0;
     weft_symbols_close(syms);
 }
 

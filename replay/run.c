@@ -471,14 +471,19 @@ static void judge(const replay_config *c, seed_run *sr)
                  "killed after %u s (livelock, or --timeout too short)", c->timeout);
     } else if (sr->r.end == GUEST_SIGNALED) {
         sr->v = sr->r.status == SIGABRT ? REPLAY_ABORT : REPLAY_CRASH;
-        /* Where it faulted, else the guest's own last words (an assertion
-         * message) if any. */
-        char last[1024] = "";
-        weft_run_fault f;
-        if (replay_record_fault(sr->files.record, &f) == 0)
-            replay_fault_words(c->run.binary, &f, last, sizeof last);
-        else
-            find_line(sr->files.err, NULL, 1, last, sizeof last);
+        /* Where it faulted; else the guest's own last words (an assertion
+         * message) if any, and who raised the signal from where. */
+        char last[1024] = "", words[512] = "";
+        weft_run_end e;
+        int have = replay_record_end(sr->files.record, &e) == 0;
+        if (have)
+            replay_end_words(c->run.binary, &e, words, sizeof words);
+        if (have && e.fault.kind == WEFT_EV_FAULT && words[0])
+            snprintf(last, sizeof last, "%s", words);
+        else if (find_line(sr->files.err, NULL, 1, last, sizeof last) == 0 && last[0] && words[0])
+            snprintf(last + strlen(last), sizeof last - strlen(last), "; %s", words);
+        else if (!last[0])
+            snprintf(last, sizeof last, "%s", words);
         snprintf(sr->detail, sizeof sr->detail, "killed by signal %d (%s)%s%s", sr->r.status,
                  strsignal(sr->r.status), last[0] ? ": " : "", last);
     } else {

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "weft/pct.h"
@@ -58,7 +59,7 @@ json_t *replay_record_load(const char *path)
     return rec;
 }
 
-int replay_record_fault(const char *path, weft_run_fault *out)
+int replay_record_end(const char *path, weft_run_end *out)
 {
     char sp[PATH_MAX + 16];
     status_path(path, sp, sizeof sp);
@@ -67,7 +68,14 @@ int replay_record_fault(const char *path, weft_run_fault *out)
         return -1;
     ssize_t n = pread(fd, out, sizeof *out, (off_t)sizeof(pct_status));
     close(fd);
-    return n == (ssize_t)sizeof *out && out->magic == WEFT_RUN_FAULT_MAGIC ? 0 : -1;
+    if (n != (ssize_t)sizeof *out)
+        return -1;
+    if (out->fault_magic != WEFT_RUN_END_MAGIC)
+        memset(&out->fault, 0, sizeof out->fault);
+    if (out->raised_magic != WEFT_RUN_END_MAGIC)
+        out->raised_signal = 0;
+    return out->fault_magic == WEFT_RUN_END_MAGIC || out->raised_magic == WEFT_RUN_END_MAGIC ? 0
+                                                                                             : -1;
 }
 
 int replay_record_died(const json_t *rec)

@@ -15,12 +15,14 @@
 json_t *replay_record_load(const char *path);
 /* Did the plugin die before writing rec (replay_record_load's "died")? */
 int replay_record_died(const json_t *rec);
-/* The fault the run died of, from path.status (the tracer's
- * weft_run_fault); 0, or -1 if it has none. */
-int replay_record_fault(const char *path, weft_run_fault *out);
-/* "T1 at worker (segv.c:30), writing 0x0": the fault's place, named with
- * binary's symbols where qemu loaded it (explain.c). */
-void replay_fault_words(const char *binary, const weft_run_fault *f, char *buf, size_t len);
+/* How the run died, from path.status (the tracer's weft_run_end, parts
+ * not filled zeroed); 0, or -1 if it says nothing. */
+int replay_record_end(const char *path, weft_run_end *out);
+/* What the run end says, named with binary's symbols where qemu loaded it
+ * (explain.c): "T1 at worker (segv.c:30), writing 0x0" for a fault; "T1
+ * raised it, last in the program at work(int) (vec.cpp:5)" for a signal a
+ * thread sent itself; "" if neither. */
+void replay_end_words(const char *binary, const weft_run_end *e, char *buf, size_t len);
 /* Removes path.status. */
 void replay_record_remove_status(const char *path);
 

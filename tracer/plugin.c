@@ -61,6 +61,9 @@ static void tb_exec_bound(vcpu_state *v, void *udata)
     uint64_t now = vcpu_cycles_at(v, v->tb_base);
     if (!weft_block_runs_on(&v->fast, now, may_wait && v->begun))
         v->offset += weft_platform_block_start(p, v->pe, now, 1) - now;
+    /* Where a run that aborts was last in the program; a loop's block once. */
+    if (ti->own && !ti->plt && v->own_pcs[(v->own_n - 1) % WEFT_RUN_END_PCS] != ti->pc)
+        v->own_pcs[v->own_n++ % WEFT_RUN_END_PCS] = ti->pc;
     if (!ti->lib)
         v->lib_blocks = 0; /* the program's own code: its loads are watched */
     else if (ti->lib_store)
@@ -314,7 +317,9 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     int reads = plugin_reads_observed();
     int stack_unobserved = plugin_stack_unobserved();
     ti->pc = n ? qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0)) : 0;
-    ti->lib = plugin_lib_rule() && !sched_own_pc(ti->pc);
+    ti->own = g_plugin.sched.have_code && sched_own_pc(ti->pc);
+    ti->plt = ti->own && sched_in_plt(ti->pc);
+    ti->lib = plugin_lib_rule() && !ti->own;
     int lib_rule = ti->lib && !insn_tb_closes_wait_loop(tb, n);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);

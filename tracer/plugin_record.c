@@ -179,17 +179,37 @@ static void status_path(char *out, size_t len)
 }
 
 /* The status file: the policy's counts, then the run's fault. */
-#define STATUS_FILE_SIZE (sizeof(pct_status) + sizeof(weft_run_fault))
+#define STATUS_FILE_SIZE (sizeof(pct_status) + sizeof(weft_run_end))
 
-void plugin_record_fault(const weft_event *ev)
+static weft_run_end *run_end(void)
 {
     sched_state *s = &g_plugin.sched;
     if (!s->status)
+        return NULL;
+    weft_run_end *e = (weft_run_end *)(void *)((char *)s->status + sizeof(pct_status));
+    e->start_code = g_plugin.meta.start_code;
+    return e;
+}
+
+void plugin_record_fault(const weft_event *ev)
+{
+    weft_run_end *e = run_end();
+    if (!e)
         return;
-    weft_run_fault *f = (weft_run_fault *)(void *)((char *)s->status + sizeof(pct_status));
-    f->start_code = g_plugin.meta.start_code;
-    f->ev = *ev;
-    __atomic_store_n(&f->magic, WEFT_RUN_FAULT_MAGIC, __ATOMIC_RELEASE);
+    e->fault = *ev;
+    __atomic_store_n(&e->fault_magic, WEFT_RUN_END_MAGIC, __ATOMIC_RELEASE);
+}
+
+void plugin_record_raised(const vcpu_state *v, int sig)
+{
+    weft_run_end *e = run_end();
+    if (!e)
+        return;
+    e->raised_thread = (uint32_t)v->pe;
+    e->raised_signal = (uint32_t)sig;
+    for (uint32_t i = 0; i < WEFT_RUN_END_PCS; i++) /* newest first */
+        e->raised_own_pcs[i] = v->own_pcs[(v->own_n - 1 - i) % WEFT_RUN_END_PCS];
+    __atomic_store_n(&e->raised_magic, WEFT_RUN_END_MAGIC, __ATOMIC_RELEASE);
 }
 
 static void open_status(void)

@@ -113,12 +113,16 @@ void record_decided_at(int pe, uint64_t pc, uint64_t seq);
 void sched_write_record(void);
 /* A replay's fault, into the status file (async-signal-safe). */
 void plugin_record_fault(const weft_event *ev);
+/* ... and a signal the thread sends itself (an abort). */
+void plugin_record_raised(const vcpu_state *v, int sig);
 /* POINTS_VISIBLE: read the program's code map from its binary. */
 int sched_load_code(const char *binary, char *err, size_t errlen);
 /* A replay whose points are the program's visible operations. */
 int sched_visible(void);
 /* In the program's own code (not the C library's): pc as loaded. */
 int sched_own_pc(uint64_t pc);
+/* In the program's PLT: a call on its way into a library (pc as loaded). */
+int sched_in_plt(uint64_t pc);
 /* The synchronization function a branch to `target` (as loaded) enters. */
 const char *sched_sync_target(uint64_t target);
 

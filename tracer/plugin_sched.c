@@ -257,6 +257,11 @@ int sched_own_pc(uint64_t pc)
     return weft_code_map_own(&g_plugin.sched.code, pc - (uint64_t)load_bias());
 }
 
+int sched_in_plt(uint64_t pc)
+{
+    return weft_code_map_plt(&g_plugin.sched.code, pc - (uint64_t)load_bias());
+}
+
 const char *sched_sync_target(uint64_t target)
 {
     return weft_code_map_sync(&g_plugin.sched.code, target - (uint64_t)load_bias());

@@ -53,6 +53,8 @@ typedef struct tb_info {
     uint32_t n;
     uint32_t lib;       /* plugin_lib_rule: library code, its loads watched in wait loops only */
     uint32_t lib_store; /* ... with a plain store outside its stack: progress */
+    uint32_t own;       /* replays: the program's own code (sched_own_pc) */
+    uint32_t plt;       /* ... its PLT stubs (sched_in_plt) */
     uint64_t pc;
     insn_info *first_mem;
 } tb_info;
@@ -90,7 +92,10 @@ typedef struct vcpu_state {
     int timeout_armed;
     uint64_t timeout_at;   /* the scheduled timed wait's deadline, virtual ns (plugin_clock.c) */
     uint64_t last_call_pc; /* the program's last synchronization call (visible points) */
-    uint64_t point_pc;     /* the last gate it reached (replays: the switch log's place) */
+    /* replays: the last blocks of the program's own code it started, a ring */
+    uint64_t own_pcs[WEFT_RUN_END_PCS];
+    uint32_t own_n;
+    uint64_t point_pc; /* the last gate it reached (replays: the switch log's place) */
     const char *last_callee;
     /* Spin watch (replays): gated loads since the last write or handoff,
      * and the few addresses they read. */

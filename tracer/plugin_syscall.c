@@ -29,6 +29,8 @@ enum {
     SYS_CLOCK_GETTIME = 113,
     SYS_CLOCK_NANOSLEEP = 115,
     SYS_SCHED_YIELD = 124,
+    SYS_TKILL = 130,
+    SYS_TGKILL = 131,
     SYS_RT_SIGSUSPEND = 133,
     SYS_RT_SIGTIMEDWAIT = 137,
     SYS_GETTIMEOFDAY = 169,
@@ -389,6 +391,12 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         break;
     case SYS_EXIT_GROUP:
         exit_group_entry(v, tr, a1);
+        break;
+    case SYS_TKILL:
+    case SYS_TGKILL: /* abort() and raise(): to the calling thread itself */
+        plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
+        if ((num == SYS_TKILL ? a1 : args[1]) == (uint64_t)gettid())
+            plugin_record_raised(v, (int)(num == SYS_TKILL ? args[1] : args[2]));
         break;
     default:
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);

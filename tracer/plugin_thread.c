@@ -156,6 +156,8 @@ void plugin_bind_vcpu(vcpu_state *v)
     v->nbuf = 0;
     v->offset = weft_platform_thread_start(g_plugin.platform, pe);
     v->last_gate = 0;
+    memset(v->own_pcs, 0, sizeof v->own_pcs);
+    v->own_n = 0;
     v->sync_t = g_plugin.threads[pe].sync_t;
     v->sync_pe = pe > 0 ? g_plugin.threads[pe].sync_pe : -1;
     v->spec_cur = (spec_cursor){0};

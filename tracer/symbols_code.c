@@ -209,6 +209,11 @@ int weft_code_map_build(weft_symbols *s, weft_code_map *m, char *err, size_t err
             goto oom;
     m->how = by_cus ? WEFT_CODE_DWARF : dynamic ? WEFT_CODE_DYNAMIC : WEFT_CODE_ALL;
     if (dynamic) {
+        GElf_Shdr psh;
+        if (section(s, ".plt", &psh)) {
+            m->plt_lo = psh.sh_addr;
+            m->plt_hi = psh.sh_addr + psh.sh_size;
+        }
         if (weft_plt_stubs(s, sync_stub, m))
             goto oom;
     } else {
@@ -234,6 +239,11 @@ int weft_code_map_own(const weft_code_map *m, uint64_t pc)
         if (pc >= m->own_lo[i] && pc < m->own_hi[i])
             return 1;
     return 0;
+}
+
+int weft_code_map_plt(const weft_code_map *m, uint64_t pc)
+{
+    return pc >= m->plt_lo && pc < m->plt_hi;
 }
 
 const char *weft_code_map_sync(const weft_code_map *m, uint64_t target)

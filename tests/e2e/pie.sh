@@ -210,6 +210,15 @@ if user_cc vec.cpp -g -O1; then
   run_status st "$WEFT" replay --sched random --runs 6 --jobs 2 -o "$work/vc" -- "$work/vec" >/dev/null 2>&1
   seed="$(jq -r 'select(.verdict != "pass") | .seed' "$work/vc/runs.jsonl" 2>/dev/null | head -n 1)"
   check "vector: a random run fails (status $st)" test -n "$seed"
+  # Its verdict: a fault's place, or for an abort (glibc's heap checks) the
+  # thread that raised it and its last line of the program's own source.
+  # (the main thread's rethrown std::bad_alloc names std::future::get; a
+  # fault inside the C library's inline-counted blocks has no place)
+  jq -r 'select(.verdict == "abort" or .verdict == "crash") | .detail' "$work/vc/runs.jsonl" >"$work/vc.details"
+  check "vector: a worker's abort names its last line in the program" \
+    grep -Eq 'T[12] raised it, last in the program at work\(int\) \(vec.cpp:5\)$' "$work/vc.details"
+  check "vector: no verdict names a PLT stub or the vector's template" \
+    bash -c "! grep -Eq '@plt|\.plt|vector\.tcc' '$work/vc.details'"
   run_status st "$WEFT" replay --sched random --seed "${seed:-1}" --explain -o "$work/vx" -- "$work/vec" \
     >"$work/vx.log" 2>&1
   check "vector: the explanation names the vector's reallocation, its template arguments left out" \

@@ -21,6 +21,11 @@ check "segv: so does its JSON line" \
   test "$(jq -r .detail "$work/segv/runs.jsonl")" = "killed by signal 11 (Segmentation fault): T1 at worker (fail_segv.c:30), writing 0x0"
 one abort 10 abort --sched pct --points none -- "$WEFT_FIXTURES/fail_abort"
 check "abort: names the signal" grep -q "signal 6" "$work/abort.log"
+# (the start of the last block of its own code with a callback: with no
+# points, the one that reads fa_state before the abort)
+check "abort: names who raised it and where it was in the program" \
+  grep -Eq '^seed 1: abort: killed by signal 6 \(Aborted\): T1 raised it, last in the program at worker \(fail_abort.c:1[0-5]\)$' \
+  "$work/abort.log"
 # A guest killed by a signal writes no record; its policy kept its counts in
 # a file mapping: the run's steps are known, and profiling (whose runs all
 # abort here) took k from them, not from the trace's every library event.

@@ -63,16 +63,25 @@ typedef struct weft_event {
     uint16_t flags;  /* WEFT_EVF_* */
 } weft_event;
 
-/* A replay's fault where a run killed by it still leaves it: qemu re-raises
- * the guest's fatal signal, so such a run writes no record. The tracer puts
- * it in the record's status file, after the policy's counts (pct_status),
- * and weft replay names its place in the run's verdict. */
-#define WEFT_RUN_FAULT_MAGIC 0x544c554146544657ull /* "WFTFAULT" */
-typedef struct weft_run_fault {
-    uint64_t magic;      /* WEFT_RUN_FAULT_MAGIC once the fields below are whole */
+/* How a replay's run died, where a run killed by its signal still leaves
+ * it: qemu re-raises the guest's fatal signal, so such a run writes no
+ * record. The tracer puts it in the record's status file, after the
+ * policy's counts (pct_status), and weft replay names the place in the
+ * run's verdict. Each part is whole once its magic is WEFT_RUN_END_MAGIC. */
+#define WEFT_RUN_END_MAGIC 0x444e454e55525457ull /* "WTRUNEND" */
+#define WEFT_RUN_END_PCS 32
+typedef struct weft_run_end {
     uint64_t start_code; /* where qemu loaded the program (weft_symbols_relocate) */
-    weft_event ev;       /* WEFT_EV_FAULT, as the trace has it */
-} weft_run_fault;
+    uint64_t fault_magic;
+    weft_event fault; /* WEFT_EV_FAULT, as the trace has it */
+    /* A thread that sent itself a signal (abort: an assertion, the C
+     * library's checks), and the starts of the last blocks of the
+     * program's own code it ran, newest first (0: none): the newest may be
+     * a template of the C++ library's headers, instantiated in the program. */
+    uint64_t raised_magic;
+    uint32_t raised_thread, raised_signal;
+    uint64_t raised_own_pcs[WEFT_RUN_END_PCS];
+} weft_run_end;
 
 typedef enum weft_trace_mode { WEFT_MODE_FREE = 0, WEFT_MODE_EXACT = 1 } weft_trace_mode;
 typedef enum weft_trace_filter {
@@ -493,10 +502,13 @@ typedef struct weft_code_map {
     size_t nown;
     weft_sync_entry *sync; /* sorted by addr */
     size_t nsync;
-    uint64_t text_lo; /* lowest executable address: with qemu's start_code, the load bias */
+    uint64_t text_lo;        /* lowest executable address: with qemu's start_code, the load bias */
+    uint64_t plt_lo, plt_hi; /* a dynamic binary's PLT: its stubs, not the program's code */
 } weft_code_map;
 int weft_code_map_build(weft_symbols *s, weft_code_map *m, char *err, size_t errlen);
 int weft_code_map_own(const weft_code_map *m, uint64_t pc);
+/* In the PLT (a call on its way into a library)? */
+int weft_code_map_plt(const weft_code_map *m, uint64_t pc);
 /* The synchronization function a call to `target` enters, or NULL. */
 const char *weft_code_map_sync(const weft_code_map *m, uint64_t target);
 void weft_code_map_free(weft_code_map *m);
