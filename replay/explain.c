@@ -4,6 +4,7 @@
  * and weft explain print it; weft report draws it on the run's timeline. */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -484,6 +485,14 @@ static uint64_t user_pc(weft_symbols *syms, const uint64_t pcs[WEFT_RUN_END_PCS]
     return pcs[0];
 }
 
+/* A fault the tracer could not place (a library's block counted inline)
+ * comes as the thread's own signal. */
+static const char *raised_how(const weft_run_end *e)
+{
+    return e->raised_signal == SIGSEGV || e->raised_signal == SIGBUS ? "faulted in library code"
+                                                                     : "raised it";
+}
+
 void replay_end_words(const char *binary, const weft_run_end *e, char *buf, size_t len)
 {
     weft_trace_meta meta = {.start_code = e->start_code};
@@ -495,10 +504,10 @@ void replay_end_words(const char *binary, const weft_run_end *e, char *buf, size
                     (f->flags & WEFT_EVF_FAULT_WRITE) != 0, buf, len);
     else if (e->raised_signal && e->raised_own_pcs[0]) {
         place(syms, e->raised_thread, user_pc(syms, e->raised_own_pcs), where, sizeof where);
-        snprintf(buf, len, "T%u raised it, last in the program %s", e->raised_thread,
+        snprintf(buf, len, "T%u %s, last in the program %s", e->raised_thread, raised_how(e),
                  where + strcspn(where, " ") + 1);
     } else if (e->raised_signal)
-        snprintf(buf, len, "T%u raised it", e->raised_thread);
+        snprintf(buf, len, "T%u %s", e->raised_thread, raised_how(e));
     else if (len)
         buf[0] = 0;
     weft_symbols_close(syms);

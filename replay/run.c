@@ -476,9 +476,13 @@ static void judge(const replay_config *c, seed_run *sr)
         char last[1024] = "", words[512] = "";
         weft_run_end e;
         int have = replay_record_end(sr->files.record, &e) == 0;
+        int fault = have && e.fault.kind == WEFT_EV_FAULT &&
+                    (sr->r.status == SIGSEGV || sr->r.status == SIGBUS);
+        if (have && !fault && e.raised_signal != (uint32_t)sr->r.status)
+            have = 0; /* not what the run died of */
         if (have)
             replay_end_words(c->run.binary, &e, words, sizeof words);
-        if (have && e.fault.kind == WEFT_EV_FAULT && words[0])
+        if (fault && words[0])
             snprintf(last, sizeof last, "%s", words);
         else if (find_line(sr->files.err, NULL, 1, last, sizeof last) == 0 && last[0] && words[0])
             snprintf(last + strlen(last), sizeof last - strlen(last), "; %s", words);

@@ -94,17 +94,18 @@ static const insn_info *faulting_insn(const vcpu_state *v, int write, int *near)
     return found ? found : c; /* the error code disagrees with every candidate: keep the first */
 }
 
-/* Async-signal-safe: plain stores into the thread's own buffer. */
-static void note_fault(vcpu_state *v, uintptr_t host_addr, const void *uc)
+/* Async-signal-safe: plain stores into the thread's own buffer. 1 if
+ * noted, 0 if the faulting instruction is not known. */
+static int note_fault(vcpu_state *v, uintptr_t host_addr, const void *uc)
 {
     /* In a block counted inline (plugin_block_inline, a lazy replay's library
      * loads only) the running block is not known: no note. */
     if (__atomic_load_n(&g_plugin.inline_insns, __ATOMIC_RELAXED) != v->inline_seen)
-        return;
+        return 0;
     int write = host_fault_is_write(uc), near;
     const insn_info *c = faulting_insn(v, write, &near);
     if (!c || !atomic_load(&guest_base_known))
-        return;
+        return 0;
     weft_trace_buf *b = v->lb;
     b->fault = (weft_event){
         .time = cycles_to_ns(vcpu_cycles_at(v, v->tb_base + c->index)),
@@ -118,6 +119,7 @@ static void note_fault(vcpu_state *v, uintptr_t host_addr, const void *uc)
     b->fault_events = b->base + v->nbuf;
     __atomic_store_n(&b->fault_seq, atomic_fetch_add(&fault_seq, 1) + 1, __ATOMIC_RELEASE);
     plugin_record_fault(&b->fault); /* a replay: for its verdict */
+    return 1;
 }
 
 static void on_host_fault(int sig, siginfo_t *info, void *uc)
@@ -127,8 +129,10 @@ static void on_host_fault(int sig, siginfo_t *info, void *uc)
     if (info && info->si_code > 0 && !atomic_load(&g_plugin.forked_child) &&
         getpid() == g_plugin.owner_pid) {
         vcpu_state *v = vcpu_of_this_thread();
-        if (v)
-            note_fault(v, (uintptr_t)info->si_addr, uc);
+        /* Not located (a library's block counted inline): a replay's
+         * verdict still says whose it was and where its program was. */
+        if (v && !note_fault(v, (uintptr_t)info->si_addr, uc))
+            plugin_record_raised(v, sig);
     }
     errno = saved;
     const struct sigaction *p = sig == SIGSEGV ? &prev_segv : &prev_bus;

@@ -196,6 +196,9 @@ void plugin_record_fault(const weft_event *ev)
     weft_run_end *e = run_end();
     if (!e)
         return;
+    /* The last one noted is the run's end: qemu recovers from some host
+     * faults by itself (a write to a page it had translated code from). */
+    e->raised_magic = 0;
     e->fault = *ev;
     __atomic_store_n(&e->fault_magic, WEFT_RUN_END_MAGIC, __ATOMIC_RELEASE);
 }
@@ -205,6 +208,7 @@ void plugin_record_raised(const vcpu_state *v, int sig)
     weft_run_end *e = run_end();
     if (!e)
         return;
+    e->fault_magic = 0;
     e->raised_thread = (uint32_t)v->pe;
     e->raised_signal = (uint32_t)sig;
     for (uint32_t i = 0; i < WEFT_RUN_END_PCS; i++) /* newest first */

@@ -212,11 +212,15 @@ if user_cc vec.cpp -g -O1; then
   check "vector: a random run fails (status $st)" test -n "$seed"
   # Its verdict: a fault's place, or for an abort (glibc's heap checks) the
   # thread that raised it and its last line of the program's own source.
-  # (the main thread's rethrown std::bad_alloc names std::future::get; a
-  # fault inside the C library's inline-counted blocks has no place)
+  # (the main thread's rethrown std::bad_alloc names std::future::get)
   jq -r 'select(.verdict == "abort" or .verdict == "crash") | .detail' "$work/vc/runs.jsonl" >"$work/vc.details"
   check "vector: a worker's abort names its last line in the program" \
     grep -Eq 'T[12] raised it, last in the program at work\(int\) \(vec.cpp:5\)$' "$work/vc.details"
+  # A fault in the C library's blocks counted inline cannot be placed: whose
+  # it was and where its program was.
+  check "vector: every crash says whose fault and where its program was" \
+    test "$(jq -r 'select(.verdict == "crash") | .detail' "$work/vc/runs.jsonl" |
+      grep -Evc '(T[12] at work\(int\) \(vec.cpp:5\), |T[12] faulted in library code, last in the program at work\(int\) \(vec.cpp:5\)$)')" = 0
   check "vector: no verdict names a PLT stub or the vector's template" \
     bash -c "! grep -Eq '@plt|\.plt|vector\.tcc' '$work/vc.details'"
   run_status st "$WEFT" replay --sched random --seed "${seed:-1}" --explain -o "$work/vx" -- "$work/vec" \

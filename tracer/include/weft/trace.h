@@ -75,7 +75,9 @@ typedef struct weft_run_end {
     uint64_t fault_magic;
     weft_event fault; /* WEFT_EV_FAULT, as the trace has it */
     /* A thread that sent itself a signal (abort: an assertion, the C
-     * library's checks), and the starts of the last blocks of the
+     * library's checks), or SIGSEGV or SIGBUS for a fault the tracer could
+     * not place (in a library's block counted inline: no callback says
+     * which instruction ran); and the starts of the last blocks of the
      * program's own code it ran, newest first (0: none): the newest may be
      * a template of the C++ library's headers, instantiated in the program. */
     uint64_t raised_magic;
