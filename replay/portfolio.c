@@ -152,9 +152,19 @@ static void write_overall(const replay_config *c, const replay_config *mcs, cons
 
 static void print_table(const replay_config *c, const replay_config *mcs, const int *used)
 {
+    /* The runs made: each policy's share is rounded up, and --stop-on-hit
+     * may have ended them early. */
+    uint64_t total = 0;
+    for (size_t i = 0; i < NMEMBERS; i++) {
+        char path[PATH_MAX + 32], err[512];
+        replay_summary s;
+        snprintf(path, sizeof path, "%s/runs.jsonl", mcs[i].out_dir);
+        if (used[i] && replay_summary_read(path, &s, err, sizeof err) == 0)
+            total += s.runs;
+    }
     printf("portfolio: %" PRIu64 " runs over %zu policies, n = %" PRIu64 ", k = %" PRIu64
            ", points %s\n",
-           c->runs, NMEMBERS, c->n, c->k, replay_points_name(c->points));
+           total, NMEMBERS, c->n, c->k, replay_points_name(c->points));
     printf("  %-8s %6s %6s %9s  %-27s %s\n", "policy", "runs", "hits", "rate",
            "95% Clopper-Pearson", "first hit seed");
     for (size_t i = 0; i < NMEMBERS; i++) {
@@ -199,17 +209,18 @@ int replay_portfolio(replay_config *c)
         snprintf(runs, sizeof runs, "%s/runs.jsonl", mcs[i].out_dir);
         unlink(runs);
     }
-    printf("weft: portfolio of %zu policies (random, pct-d1..d3, pos), %" PRIu64
-           " runs in turns of %d seeds, %u job%s -> %s/<policy>/\n",
-           nused, c->runs, PORTFOLIO_CHUNK, c->jobs, c->jobs == 1 ? "" : "s", c->out_dir);
+    /* The budget in chunks: each policy its share of every round, rounded up. */
+    uint64_t per = (c->runs + nused - 1) / (nused ? nused : 1), status = WEFT_EXIT_OK;
+    printf("weft: portfolio of %zu policies (random, pct-d1..d3, pos), %" PRIu64 " runs (%" PRIu64
+           " each: --runs %" PRIu64 " shared) in turns of %d seeds, %u job%s -> %s/<policy>/\n",
+           nused, per * nused, per, c->runs, PORTFOLIO_CHUNK, c->jobs, c->jobs == 1 ? "" : "s",
+           c->out_dir);
     fflush(stdout);
     /* One set of fork servers for every policy: a server's prefix does not
      * depend on the policy (each child catches its own policy up). */
     replay_pool *pool = replay_pool_create(c);
     for (size_t i = 0; i < NMEMBERS; i++)
         mcs[i].pool = pool;
-    /* The budget in chunks: each policy its share of every round. */
-    uint64_t per = (c->runs + nused - 1) / (nused ? nused : 1), status = WEFT_EXIT_OK;
     int hit = 0;
     chunk_log log = {0};
     for (uint64_t done = 0; done < per && !(hit && c->stop_on_hit);) {

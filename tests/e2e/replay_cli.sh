@@ -52,6 +52,9 @@ check "--help: lists the options" grep -q -- "--stop-on-hit" "$work/out"
 run_status st "$WEFT" replay --output "$work/def" -- "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>&1
 check "defaults: one passing run (status $st)" test "$st" = 0
 check "defaults: the portfolio" grep -Eq "^weft: portfolio of 5 policies" "$work/out"
+check "defaults: one run of each policy, said as such" \
+  grep -q "^weft: portfolio of 5 policies (random, pct-d1..d3, pos), 5 runs (1 each: --runs 1 shared)" "$work/out"
+check "defaults: the table counts the runs made" grep -q "^portfolio: 5 runs over 5 policies" "$work/out"
 check "defaults: a table row per policy" \
   test "$(grep -cE '^  (random|pct-d1|pct-d2|pct-d3|pos) ' "$work/out")" = 5
 check "defaults: visible points" grep -q "points visible" "$work/out"
