@@ -165,7 +165,12 @@ static const cli_option replay_options[] = {
      "the first seed (default 1); alone, one run with seed S described in\ndetail", CLI_CUSTOM, 0,
      0, 0, parse_seed, NULL},
     {"runs", 'n', "N", "a campaign of N runs, seeds S..S+N-1 (default 1)", CLI_U64, O(runs), 1,
-     UINT64_C(1) << 40, NULL, NULL},
+     REPLAY_RUNS_MAX, NULL, NULL},
+    {"for", 0, "SEC",
+     "a time budget: start no run once SEC s have passed since weft\n"
+     "started (profiling included; the runs under way finish); without\n"
+     "--runs, as many runs as fit",
+     CLI_U64, C(budget_s), 1, 86400 * 365, NULL, NULL},
     {"jobs", 'j', "J", "runs at once (default: online CPUs)", CLI_U64, O(jobs), 1, 1024, NULL,
      NULL},
     {"timeout", 't', "SEC", "kill a run after SEC s: verdict timeout (default 60)", CLI_U64,

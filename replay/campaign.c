@@ -135,6 +135,7 @@ typedef struct progress {
     uint64_t total, done, hits;
     double t0, last_line;
     uint64_t next_line_at;
+    double deadline; /* --for: the bar shows the time, not the runs */
 } progress;
 
 static void progress_clear(const progress *p)
@@ -143,8 +144,32 @@ static void progress_clear(const progress *p)
         fputs("\r\033[K", stderr);
 }
 
+/* Under --for: the time is the budget, the runs are what fit. */
+static void progress_show_timed(progress *p)
+{
+    double now = weft_now_s(), el = now - p->t0, span = p->deadline - p->t0;
+    double left = p->deadline > now ? p->deadline - now : 0;
+    double per = p->done ? el / (double)p->done : 0;
+    if (p->tty) {
+        int width = 30, fill = span > 0 && el < span ? (int)(width * el / span) : width;
+        fprintf(stderr,
+                "\r\033[K[%.*s%*s] %" PRIu64 " runs, %" PRIu64 " hit%s, %.2f s/run, %.0f s left",
+                fill, "##############################", width - fill, "", p->done, p->hits,
+                p->hits == 1 ? "" : "s", per, left);
+        fflush(stderr);
+    } else if (now - p->last_line > (span / 10 < 60 ? span / 10 : 60)) {
+        fprintf(stderr, "weft: %" PRIu64 " runs, %" PRIu64 " hit%s, %.2f s/run, %.0f s left\n",
+                p->done, p->hits, p->hits == 1 ? "" : "s", per, left);
+        p->last_line = now;
+    }
+}
+
 static void progress_show(progress *p)
 {
+    if (p->deadline) {
+        progress_show_timed(p);
+        return;
+    }
     double el = weft_now_s() - p->t0;
     double per = p->done ? el / (double)p->done : 0;
     double eta = per * (double)(p->total - p->done);
@@ -332,7 +357,7 @@ typedef struct campaign {
     replay_pool *pool;
     flight f;
     progress pg; /* its done and hits are the campaign's counts */
-    int error, stop_hit, forwarded;
+    int error, stop_hit, stop_time, forwarded;
     struct sigaction old_int, old_term, old_chld;
 } campaign;
 
@@ -349,11 +374,15 @@ static void campaign_plan(campaign *k)
     /* No more slots than seeds: each slot may start a fork server. */
     if (k->jobs > k->ntodo)
         k->jobs = k->ntodo ? (unsigned)k->ntodo : 1;
-    if (!c->seed_given && !c->inner)
+    if (!c->seed_given && !c->inner && c->deadline && !c->runs_given)
+        printf("weft: seeds from %" PRIu64 ", as many as --for %" PRIu64
+               " s allows, %u at a time -> %s\n",
+               c->first_seed, c->budget_s, k->jobs, k->runs_path);
+    else if (!c->seed_given && !c->inner)
         printf("weft: seeds %" PRIu64 "..%" PRIu64 ": %" PRIu64 " to run (%" PRIu64
-               " already done), %u at a time -> %s\n",
+               " already done), %u at a time%s -> %s\n",
                c->first_seed, c->first_seed + c->runs - 1, k->ntodo, c->runs - k->ntodo, k->jobs,
-               k->runs_path);
+               c->deadline ? ", while --for allows" : "", k->runs_path);
     fflush(stdout);
 }
 
@@ -411,7 +440,9 @@ static void signals_restore(const campaign *k)
 static void campaign_dispatch(campaign *k)
 {
     int s = -1;
-    while (!stop_signal && !k->error && !k->stop_hit && k->next < k->ntodo &&
+    if (k->c->deadline && weft_now_s() >= k->c->deadline && k->next < k->ntodo)
+        k->stop_time = 1;
+    while (!stop_signal && !k->error && !k->stop_hit && !k->stop_time && k->next < k->ntodo &&
            (s = flight_free_slot(&k->f)) >= 0) {
         replay_config wc = *k->c;
         wc.server = replay_pool_server(k->pool, k->c, (unsigned)s, &stop_signal);
@@ -552,7 +583,8 @@ int replay_campaign(replay_config *c)
                       .total = k.ntodo,
                       .t0 = weft_now_s(),
                       .last_line = weft_now_s(),
-                      .next_line_at = k.ntodo / 10 ? k.ntodo / 10 : 1};
+                      .next_line_at = k.ntodo / 10 ? k.ntodo / 10 : 1,
+                      .deadline = c->deadline};
     k.error = flight_open(&k.f, k.jobs);
     campaign_loop(&k);
     int status = campaign_summarize(&k, campaign_close(&k));
@@ -567,5 +599,8 @@ int replay_campaign(replay_config *c)
     if (k.stop_hit && !c->seed_given && !c->inner)
         printf("weft: stopped at the first hit (--stop-on-hit): the hit rate above is not an "
                "estimate\n");
+    else if (k.stop_time && !c->inner)
+        printf("weft: no run started after %" PRIu64 " s (--for): %" PRIu64 " runs this time\n",
+               c->budget_s, k.pg.done);
     return status;
 }

@@ -211,23 +211,33 @@ int replay_portfolio(replay_config *c)
     }
     /* The budget in chunks: each policy its share of every round, rounded up. */
     uint64_t per = (c->runs + nused - 1) / (nused ? nused : 1), status = WEFT_EXIT_OK;
-    printf("weft: portfolio of %zu policies (random, pct-d1..d3, pos), %" PRIu64 " runs (%" PRIu64
-           " each: --runs %" PRIu64 " shared) in turns of %d seeds, %u job%s -> %s/<policy>/\n",
-           nused, per * nused, per, c->runs, PORTFOLIO_CHUNK, c->jobs, c->jobs == 1 ? "" : "s",
-           c->out_dir);
+    if (c->deadline && !c->runs_given)
+        printf("weft: portfolio of %zu policies (random, pct-d1..d3, pos), as many runs as --for "
+               "%" PRIu64 " s allows, in turns of %d seeds, %u job%s -> %s/<policy>/\n",
+               nused, c->budget_s, PORTFOLIO_CHUNK, c->jobs, c->jobs == 1 ? "" : "s", c->out_dir);
+    else
+        printf("weft: portfolio of %zu policies (random, pct-d1..d3, pos), %" PRIu64
+               " runs (%" PRIu64 " each: --runs %" PRIu64 " shared%s) in turns of %d seeds, %u "
+               "job%s -> %s/<policy>/\n",
+               nused, per * nused, per, c->runs, c->deadline ? ", while --for allows" : "",
+               PORTFOLIO_CHUNK, c->jobs, c->jobs == 1 ? "" : "s", c->out_dir);
     fflush(stdout);
     /* One set of fork servers for every policy: a server's prefix does not
      * depend on the policy (each child catches its own policy up). */
     replay_pool *pool = replay_pool_create(c);
     for (size_t i = 0; i < NMEMBERS; i++)
         mcs[i].pool = pool;
-    int hit = 0;
+    int hit = 0, out_of_time = 0;
     chunk_log log = {0};
-    for (uint64_t done = 0; done < per && !(hit && c->stop_on_hit);) {
+    for (uint64_t done = 0; done < per && !(hit && c->stop_on_hit) && !out_of_time;) {
         uint64_t chunk = per - done < PORTFOLIO_CHUNK ? per - done : PORTFOLIO_CHUNK;
         for (size_t i = 0; i < NMEMBERS && !(hit && c->stop_on_hit); i++) {
             if (!used[i])
                 continue;
+            if (c->deadline && weft_now_s() >= c->deadline) {
+                out_of_time = 1;
+                break;
+            }
             mcs[i].runs = done + chunk;
             int rc = replay_campaign(&mcs[i]);
             if (rc == 10)
@@ -247,5 +257,7 @@ int replay_portfolio(replay_config *c)
     print_table(c, mcs, used);
     if (hit && c->stop_on_hit)
         printf("weft: stopped at the first hit (--stop-on-hit)\n");
+    else if (out_of_time || (c->deadline && weft_now_s() >= c->deadline))
+        printf("weft: no run started after %" PRIu64 " s (--for)\n", c->budget_s);
     return (int)status;
 }

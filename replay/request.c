@@ -132,6 +132,11 @@ static void take_seeds(replay_request *r)
     c->first_given = seed_given && c->runs_given;
     c->first_seed = seed_given ? r->seed : 1;
     c->runs = c->runs_given ? r->runs : 1;
+    if (r->given(r->given_ctx, "for")) {
+        c->deadline = weft_now_s() + (double)c->budget_s; /* profiling's time counts too */
+        if (!c->runs_given)
+            c->runs = REPLAY_RUNS_MAX; /* as many as fit */
+    }
     c->jobs = (unsigned)r->jobs;
     c->timeout = (unsigned)r->timeout;
     c->expect_exit = (int)r->expect_exit;
@@ -155,6 +160,8 @@ static const char *single_run_conflict(const replay_request *r)
         return "--shard splits a campaign (--runs), not a single --seed run";
     if (c->seed_given && c->resume)
         return "--resume continues a campaign (--runs), not a single --seed run";
+    if (c->seed_given && c->deadline)
+        return "--for bounds a campaign's time, not a single run (--seed alone, --schedule)";
     return NULL;
 }
 

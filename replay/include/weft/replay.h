@@ -70,6 +70,9 @@ typedef struct replay_server replay_server; /* one job slot's fork server */
  * million events of a real program, at about 3 bytes an event. */
 #define REPLAY_LEARN_BYTES (32ull << 20)
 
+/* --runs at most, and a --for campaign's without --runs. */
+#define REPLAY_RUNS_MAX (UINT64_C(1) << 40)
+
 typedef struct replay_config {
     pct_kind kind;
     uint64_t depth, radius;
@@ -102,6 +105,10 @@ typedef struct replay_config {
     int expect_exit;
     char out_dir[PATH_MAX];
     int resume, save_trace, stop_on_hit, quiet;
+    /* --for SEC: no run starts after `deadline` (weft_now_s(), SEC after
+     * weft started; 0: none), the runs under way finish. */
+    uint64_t budget_s;
+    double deadline;
     char schedule_path[PATH_MAX + 64]; /* --schedule: the script policy's switches */
     guest_run run;                     /* binary, argv, sysroot; plugin_args built per seed */
     int no_fork_server;                /* --no-fork-server: a qemu of its own for every run */
