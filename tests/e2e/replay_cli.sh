@@ -70,28 +70,28 @@ check "--sched pct: depth 3 by default" grep -Eq "^weft: pct, depth 3, k = [0-9]
 # --for SEC: a time budget. Without --runs, seeds 1, 2, ... until no run may
 # start; the runs under way finish and count. (How many fit is the host's
 # business: only that there were some, in order, is checked.)
-run_status st "$WEFT" replay --sched pct --steps 100 --threads 3 --jobs 2 --for 3 --output "$work/for" -- \
+run_status st "$WEFT" replay --sched pct --steps 100 --threads 3 --jobs 2 --for 5 --output "$work/for" -- \
   "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>&1
 nfor="$(wc -l <"$work/for/runs.jsonl" 2>/dev/null || echo 0)"
-check "--for 3: a passing campaign (status $st)" test "$st" = 0
-check "--for 3: says it runs what fits" grep -q "^weft: seeds from 1, as many as --for 3 s allows" "$work/out"
-check "--for 3: several runs ($nfor)" test "$nfor" -ge 2
-check "--for 3: seeds 1..$nfor, each once" \
+check "--for 5: a passing campaign (status $st)" test "$st" = 0
+check "--for 5: says it runs what fits" grep -q "^weft: seeds from 1, as many as --for 5 s allows" "$work/out"
+check "--for 5: several runs ($nfor)" test "$nfor" -ge 2
+check "--for 5: seeds 1..$nfor, each once" \
   test "$(jq -s -c '[.[].seed] == [range(1; length + 1)]' "$work/for/runs.jsonl")" = true
-check "--for 3: says why it stopped" grep -q "^weft: no run started after 3 s (--for): $nfor runs this time$" "$work/out"
-check "--for 3: the summary counts them" grep -Eq "^  runs +$nfor$" "$work/out"
+check "--for 5: says why it stopped" grep -q "^weft: no run started after 5 s (--for): $nfor runs this time$" "$work/out"
+check "--for 5: the summary counts them" grep -Eq "^  runs +$nfor$" "$work/out"
 # With --runs, whichever ends first.
 run_status st "$WEFT" replay --sched pct --steps 100 --threads 3 --runs 4 --for 600 --output "$work/for4" -- \
   "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>&1
 check "--runs 4 --for 600: 4 runs (status $st)" test "$(wc -l <"$work/for4/runs.jsonl")" = 4
 check "--runs 4 --for 600: no word of the budget at the end" bash -c "! grep -q 'no run started after' '$work/out'"
 # The portfolio: its policies take turns until the time is up.
-run_status st "$WEFT" replay --steps 100 --threads 3 --jobs 2 --for 3 --output "$work/forp" -- \
+run_status st "$WEFT" replay --steps 100 --threads 3 --jobs 2 --for 5 --output "$work/forp" -- \
   "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>&1
-check "portfolio --for 3: as many runs as fit" \
-  grep -q "^weft: portfolio of 5 policies (random, pct-d1..d3, pos), as many runs as --for 3 s allows" "$work/out"
-check "portfolio --for 3: its random member ran (status $st)" test -s "$work/forp/random/runs.jsonl"
-check "portfolio --for 3: says why it stopped" grep -q "^weft: no run started after 3 s (--for)$" "$work/out"
+check "portfolio --for 5: as many runs as fit" \
+  grep -q "^weft: portfolio of 5 policies (random, pct-d1..d3, pos), as many runs as --for 5 s allows" "$work/out"
+check "portfolio --for 5: its random member ran (status $st)" test -s "$work/forp/random/runs.jsonl"
+check "portfolio --for 5: says why it stopped" grep -q "^weft: no run started after 5 s (--for)$" "$work/out"
 
 # --summary of a hand-written runs.jsonl: 10 seeds (one of them twice), 3 hits.
 line() { # seed verdict
