@@ -55,6 +55,9 @@ int replay_campaign_write(const replay_config *c, const replay_shard *sh)
         json_object_set_new(o, "real_random", json_true());
     if (c->max_threads)
         json_object_set_new(o, "max_threads", json_integer(c->max_threads));
+    /* Seeds by time (--for without --runs): "runs" is only the range's end. */
+    if (c->deadline && !c->runs_given)
+        json_object_set_new(o, "for_s", json_integer((json_int_t)c->budget_s));
     json_object_set_new(o, "k_source",
                         json_string(c->k_source[0] ? c->k_source
                                     : c->k_given   ? "--steps"
@@ -184,6 +187,13 @@ int replay_campaign_load(replay_config *c, replay_shard *sh)
     c->n = (uint64_t)json_integer_value(json_object_get(o, "n"));
     c->radius = (uint64_t)json_integer_value(json_object_get(o, "radius"));
     if (take_points_file(c, o)) {
+        json_decref(o);
+        return -1;
+    }
+    if (!c->runs_given && json_object_get(o, "for_s") && !c->deadline) {
+        weft_error("--resume: the campaign in %s ran as long as --for %" JSON_INTEGER_FORMAT
+                   " s allowed: give --for SEC or --runs N to say how much more",
+                   c->out_dir, json_integer_value(json_object_get(o, "for_s")));
         json_decref(o);
         return -1;
     }

@@ -36,6 +36,10 @@ static void print_plan(const replay_config *c, const pct_config *cfg, const repl
            c->starvation < 0 ? " (default)" : "", c->timeout);
     if (c->seed_given)
         printf(", seed %" PRIu64 "\n", c->first_seed);
+    else if (c->deadline && !c->runs_given)
+        printf(", seeds from %" PRIu64 " while --for %" PRIu64 " s allows, %u job%s%s\n",
+               c->first_seed, c->budget_s, c->jobs, c->jobs == 1 ? "" : "s",
+               c->jobs_given ? "" : " (default)");
     else
         printf(", seeds %" PRIu64 "..%" PRIu64 "%s, %u job%s%s\n", c->first_seed,
                c->first_seed + c->runs - 1,

@@ -80,6 +80,15 @@ check "--for 5: seeds 1..$nfor, each once" \
   test "$(jq -s -c '[.[].seed] == [range(1; length + 1)]' "$work/for/runs.jsonl")" = true
 check "--for 5: says why it stopped" grep -q "^weft: no run started after 5 s (--for): $nfor runs this time$" "$work/out"
 check "--for 5: the summary counts them" grep -Eq "^  runs +$nfor$" "$work/out"
+# Its campaign.json says it ran by time: --resume needs to be told how much more.
+bad "--resume of a --for campaign, with neither --for nor --runs" --sched pct --steps 100 --threads 3 \
+  --resume --output "$work/for" -- "$WEFT_FIXTURES/lost_update_ok"
+check "--resume of a --for campaign: says what to give" \
+  grep -q "ran as long as --for 5 s allowed: give --for SEC or --runs N to say how much more" "$work/err"
+run_status st "$WEFT" replay --sched pct --steps 100 --threads 3 --runs "$((nfor + 3))" --resume \
+  --output "$work/for" -- "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>&1
+check "--resume --runs $((nfor + 3)): the 3 seeds after it (status $st)" \
+  test "$(jq -s -c '[.[].seed] == [range(1; length + 1)] and length == '"$((nfor + 3))" "$work/for/runs.jsonl")" = true
 # With --runs, whichever ends first.
 run_status st "$WEFT" replay --sched pct --steps 100 --threads 3 --runs 4 --for 600 --output "$work/for4" -- \
   "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>&1
