@@ -160,6 +160,8 @@ static const char *single_run_conflict(const replay_request *r)
         return "--shard splits a campaign (--runs), not a single --seed run";
     if (c->seed_given && c->resume)
         return "--resume continues a campaign (--runs), not a single --seed run";
+    if (r->shard.index && c->deadline && !c->runs_given)
+        return "--shard splits a range of seeds: give --runs N with --for";
     if (c->seed_given && c->deadline)
         return "--for bounds a campaign's time, not a single run (--seed alone, --schedule)";
     return NULL;

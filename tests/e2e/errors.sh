@@ -117,6 +117,9 @@ else
 fi
 expect "program: a directory" 1 "weft: adir: is a directory, not a program" "$WEFT" trace -o x.wtr -- adir
 expect "replay program: missing" 1 "weft: nosuch: No such file or directory" "$WEFT" replay -- nosuch
+expect "replay --for with --shard and no --runs" 2 \
+  "weft replay: --shard splits a range of seeds: give --runs N with --for (see weft replay --help)" \
+  "$WEFT" replay --sched pct --shard 1/2 --for 5 -- ./lu
 expect "replay --for with one --seed" 2 \
   "weft replay: --for bounds a campaign's time, not a single run (--seed alone, --schedule) (see weft replay --help)" \
   "$WEFT" replay --sched pct --seed 3 --for 5 -- ./lu
