@@ -439,24 +439,32 @@ static void print_races(const replay_explanation *x, weft_symbols *syms, FILE *o
                 x->trace_path);
 }
 
-/* Where the dying thread's own code last was: the newest of its last pcs
- * with a line of the user's, else the last such pc before them, else the
- * same with a system header's line (a template of the C++ library); 0 if
- * none has a line. */
-static uint64_t last_own_code(const replay_explanation *x, weft_symbols *syms)
+/* The first of pcs[0..n) (newest first; 0 ends them) on a line of the
+ * user's own source, or 0; *system gets the first on a system header's
+ * line (a template of the C++ library instantiated in the program), or 0. */
+static uint64_t first_user_pc(weft_symbols *syms, const uint64_t *pcs, size_t n, uint64_t *system)
 {
-    uint64_t system = 0;
-    for (size_t i = 0; syms && i < x->end.npcs; i++) {
+    *system = 0;
+    for (size_t i = 0; syms && i < n && pcs[i]; i++) {
         const char *fn = NULL, *file = NULL;
         int line = 0;
-        if (weft_symbols_pc(syms, x->end.pcs[i], &fn, &file, &line) != 0 || !file || !line)
+        if (weft_symbols_pc(syms, pcs[i], &fn, &file, &line) != 0 || !file || !line)
             continue;
         if (!weft_source_is_system(file))
-            return x->end.pcs[i];
-        if (!system)
-            system = x->end.pcs[i];
+            return pcs[i];
+        if (!*system)
+            *system = pcs[i];
     }
-    return x->end.user_pc ? x->end.user_pc : system ? system : x->end.prog_pc;
+    return 0;
+}
+
+/* Where the dying thread's own code last was: the newest of its last pcs
+ * with a line of the user's, else the last such pc before them, else the
+ * same with a system header's line; 0 if none has a line. */
+static uint64_t last_own_code(const replay_explanation *x, weft_symbols *syms)
+{
+    uint64_t system, user = first_user_pc(syms, x->end.pcs, x->end.npcs, &system);
+    return user ? user : x->end.user_pc ? x->end.user_pc : system ? system : x->end.prog_pc;
 }
 
 /* "T0 at main (segv.c:5), writing 0x0" */
@@ -469,20 +477,6 @@ static void fault_words(weft_symbols *syms, uint32_t thread, uint64_t pc, uint64
     snprintf(buf, len, "%s%s, %s %s", where,
              near ? " (or an access just after it in its block)" : "",
              write ? "writing" : "reading", what);
-}
-
-/* The newest of pcs (newest first, 0 ends them) on a line of the user's
- * own source, else the newest. */
-static uint64_t user_pc(weft_symbols *syms, const uint64_t pcs[WEFT_RUN_END_PCS])
-{
-    for (size_t i = 0; i < WEFT_RUN_END_PCS && pcs[i]; i++) {
-        const char *fn = NULL, *file = NULL;
-        int line = 0;
-        if (syms && weft_symbols_pc(syms, pcs[i], &fn, &file, &line) == 0 && file && line > 0 &&
-            !weft_source_is_system(file))
-            return pcs[i];
-    }
-    return pcs[0];
 }
 
 /* A fault the tracer could not place (a library's block counted inline)
@@ -503,7 +497,8 @@ void replay_end_words(const char *binary, const weft_run_end *e, char *buf, size
         fault_words(syms, f->thread, f->pc, f->addr, (f->flags & WEFT_EVF_FAULT_NEAR) != 0,
                     (f->flags & WEFT_EVF_FAULT_WRITE) != 0, buf, len);
     else if (e->raised_signal && e->raised_own_pcs[0]) {
-        place(syms, e->raised_thread, user_pc(syms, e->raised_own_pcs), where, sizeof where);
+        uint64_t system, pc = first_user_pc(syms, e->raised_own_pcs, WEFT_RUN_END_PCS, &system);
+        place(syms, e->raised_thread, pc ? pc : e->raised_own_pcs[0], where, sizeof where);
         snprintf(buf, len, "T%u %s, last in the program %s", e->raised_thread, raised_how(e),
                  where + strcspn(where, " ") + 1);
     } else if (e->raised_signal)
