@@ -402,8 +402,13 @@ ssize_t trc_pread_all(int fd, void *p, size_t n, uint64_t off)
 
 int trc_out_init(trc_out *o, int fd, size_t cap)
 {
-    *o = (trc_out){.fd = fd, .cap = cap, .buf = malloc(cap)};
-    if (!o->buf) {
+    int fl = fcntl(fd, F_GETFL);
+    bool direct = fl >= 0 && (fl & O_DIRECT);
+    *o = (trc_out){.fd = fd, .cap = cap, .direct = direct};
+    /* O_DIRECT wants the buffer, the length and the offset of each write
+     * aligned to the device's blocks: whole pages always are. */
+    if (posix_memalign((void **)&o->buf, OUT_DIRECT_ALIGN, cap) != 0) {
+        o->buf = NULL;
         o->err = ENOMEM;
         return -1;
     }
@@ -424,8 +429,45 @@ void trc_out_free(trc_out *o)
 #define OUT_WRITEBACK_STEP (8u << 20)
 #define OUT_WRITEBACK_ALIGN (64u << 10)
 
+/* Leave O_DIRECT: for a last piece that is not whole blocks, or a file
+ * system that accepted the flag at open and refuses the writes. */
+static void out_buffered(trc_out *o)
+{
+    int fl = fcntl(o->fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(o->fd, F_SETFL, fl & ~O_DIRECT);
+    o->direct = false;
+}
+
+/* Direct output writes whole blocks only; the rest waits for more or for
+ * trc_out_close. */
+static void out_write_direct(trc_out *o)
+{
+    size_t whole = o->n & ~(size_t)(OUT_DIRECT_ALIGN - 1);
+    if (!whole)
+        return;
+    int e = trc_write_all(o->fd, o->buf, whole);
+    if (e == EINVAL) { /* nothing was written: the file system wants no O_DIRECT */
+        out_buffered(o);
+        o->err = trc_write_all(o->fd, o->buf, o->n);
+        o->n = 0;
+        return;
+    }
+    o->err = e;
+    memmove(o->buf, o->buf + whole, o->n - whole);
+    o->n -= whole;
+}
+
 void trc_out_flush(trc_out *o)
 {
+    if (o->direct) {
+        if (o->n && !o->err)
+            out_write_direct(o);
+        if (o->err)
+            o->n = 0;
+        if (o->direct)
+            return;
+    }
     if (o->n && !o->err)
         o->err = trc_write_all(o->fd, o->buf, o->n);
     o->n = 0;
@@ -435,6 +477,15 @@ void trc_out_flush(trc_out *o)
         /* Best effort: a file system without it is just synced at the end. */
         sync_file_range(o->fd, (off_t)o->synced, (off_t)(end - o->synced), SYNC_FILE_RANGE_WRITE);
         o->synced = end;
+    }
+}
+
+void trc_out_close(trc_out *o)
+{
+    trc_out_flush(o);
+    if (o->n && !o->err) { /* direct output's last part block */
+        out_buffered(o);
+        trc_out_flush(o);
     }
 }
 
@@ -453,16 +504,25 @@ void trc_out_commit(trc_out *o, size_t n)
 
 void trc_out_write(trc_out *o, const void *p, size_t n)
 {
+    const uint8_t *b = p;
+    while (o->direct && n > o->cap - o->n && !o->err) { /* whole blocks through the buffer */
+        size_t part = o->cap - o->n;
+        memcpy(o->buf + o->n, b, part);
+        trc_out_commit(o, part);
+        trc_out_flush(o);
+        b += part;
+        n -= part;
+    }
     if (o->n + n > o->cap) {
         trc_out_flush(o);
         if (n > o->cap) {
             if (!o->err)
-                o->err = trc_write_all(o->fd, p, n);
+                o->err = trc_write_all(o->fd, b, n);
             o->off += n;
             return;
         }
     }
     if (!o->err)
-        memcpy(o->buf + o->n, p, n);
+        memcpy(o->buf + o->n, b, n);
     trc_out_commit(o, n);
 }

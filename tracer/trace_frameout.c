@@ -168,7 +168,8 @@ static void write_next(frame_out *f)
         f->o->err = j->err;
     if (j->zlen) {
         trc_out_write(f->o, j->z, j->zlen);
-        trc_out_flush(f->o); /* a frame is large: no point in copying it into the buffer */
+        if (!f->o->direct) /* a frame is large: hand it to the kernel now */
+            trc_out_flush(f->o);
         f->nframes++;
     }
     f->written++;

@@ -388,6 +388,10 @@ void trc_meta_free(weft_trace_meta *m);
 /* m's objects become copies of o[0..n) (at most WEFT_TRACE_MAX_OBJECTS). */
 int trc_meta_set_objects(weft_trace_meta *m, const weft_trace_object *o, uint32_t n);
 
+/* A trace's header and footer only (trace_read.c): its summary without a
+ * read of its segments; weft_trace_next on it fails. */
+weft_trace *trc_open_footer(const char *path, char *err, size_t errlen);
+
 /* ---- footer ---- */
 size_t trc_footer_encode(const weft_trace_summary *s, uint64_t nevents, uint64_t nblocks,
                          uint8_t **out);
@@ -398,10 +402,13 @@ typedef struct trc_out {
     uint64_t off;    /* bytes written so far, buffered ones included */
     uint64_t synced; /* bytes handed to writeback early (see trc_out_flush) */
     size_t n, cap;
-    int err; /* first errno, sticky */
+    int err;     /* first errno, sticky */
+    bool direct; /* fd is O_DIRECT: whole blocks only until trc_out_close */
     uint8_t *buf;
 } trc_out;
-/* Output to fd through a buffer of cap bytes: 0, or -1 (err = ENOMEM). */
+#define OUT_DIRECT_ALIGN 4096u
+/* Output to fd through a buffer of cap bytes (a multiple of
+ * OUT_DIRECT_ALIGN if fd is O_DIRECT): 0, or -1 (err = ENOMEM). */
 int trc_out_init(trc_out *o, int fd, size_t cap);
 void trc_out_free(trc_out *o);
 void trc_out_write(trc_out *o, const void *p, size_t n);
@@ -410,6 +417,8 @@ void trc_out_write(trc_out *o, const void *p, size_t n);
 uint8_t *trc_out_reserve(trc_out *o, size_t n);
 void trc_out_commit(trc_out *o, size_t n);
 void trc_out_flush(trc_out *o);
+/* Everything written, direct output's last partial block included. */
+void trc_out_close(trc_out *o);
 /* Full write with EINTR/partial handling; returns 0 or errno. */
 int trc_write_all(int fd, const void *p, size_t n);
 /* Full positional read; returns bytes read (short only at EOF) or -1. */

@@ -312,7 +312,10 @@ static int read_footer(weft_trace *t, char *why, size_t wl)
     return fr;
 }
 
-weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
+/* footer_only: the header and the footer, not a walk over every segment
+ * (on a real program's trace, tens of thousands of reads of a file that
+ * the writer kept out of the page cache); such a trace gives no events. */
+static weft_trace *trace_open(const char *path, bool footer_only, char *err, size_t errlen)
 {
     if (!path) {
         trc_seterr(err, errlen, "weft_trace_open: no path");
@@ -330,8 +333,13 @@ weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
     char why[300];
     if (open_file(t, why, sizeof why) < 0 || read_fixed(t, why, sizeof why) < 0 ||
         read_header(t, why, sizeof why) < 0 || read_footer(t, why, sizeof why) < 0 ||
-        check_blocks(t, why, sizeof why) < 0)
+        (!footer_only && check_blocks(t, why, sizeof why) < 0))
         return open_fail(t, err, errlen, "%s", why);
+    if (footer_only) {
+        t->failed = true;
+        snprintf(t->err, sizeof t->err, "%s: opened for its footer only", path);
+        return t;
+    }
     if (t->meta.version >= 4 ? !(t->zd = ZSTD_createDCtx())
         : t->meta.version >= 2
             ? trc_frame_init(&t->fr, t->summary.nthreads) < 0 || !(t->zd = ZSTD_createDCtx())
@@ -339,6 +347,16 @@ weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
         return open_fail(t, err, errlen, "out of memory");
     weft_trace_rewind(t);
     return t;
+}
+
+weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
+{
+    return trace_open(path, false, err, errlen);
+}
+
+weft_trace *trc_open_footer(const char *path, char *err, size_t errlen)
+{
+    return trace_open(path, true, err, errlen);
 }
 
 static int load_block(weft_trace *t)
