@@ -188,16 +188,16 @@ size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n)
         if (!((x->key ^ pc) | (x->pc ^ e->pc) | (x->dt ^ dt) | (x->meta ^ meta))) {
             k |= CREC_P;
         } else {
-            p = trc_put_varint(p, dt);
+            p = trc_put_varint_room(p, dt);
             if (e->size) {
                 k |= REC_S;
                 *p++ = e->size;
             }
             if (e->flags) {
                 k |= REC_F;
-                p = trc_put_varint(p, e->flags);
+                p = trc_put_varint_room(p, e->flags);
             }
-            p = trc_put_varint(p, trc_zigzag(e->pc - pc));
+            p = trc_put_varint_room(p, trc_zigzag(e->pc - pc));
             x->key = pc;
             x->pc = e->pc;
             x->dt = dt;
@@ -209,7 +209,7 @@ size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n)
         if (e->addr == base)
             k |= CREC_A;
         else
-            p = trc_put_varint(p, trc_zigzag(e->addr - base));
+            p = trc_put_varint_room(p, trc_zigzag(e->addr - base));
         y->stride = known ? e->addr - y->addr : 0;
         y->akey = e->pc;
         y->addr = e->addr;
