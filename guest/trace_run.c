@@ -70,7 +70,7 @@ static int settle(const char *trace_path, int leave_stopped, guest_result *r, ui
         weft_error("%s", err);
         return -1;
     }
-    weft_trace *t = weft_trace_open(trace_path, err, sizeof err);
+    weft_trace *t = weft_trace_open_footer(trace_path, err, sizeof err);
     if (!t) {
         weft_error("%s", err);
         return -1;

@@ -522,7 +522,7 @@ int weft_trace_print_summary(const char *path, double wall_s, FILE *out, char *e
 {
     /* Counted by the writer (version 3 on): the footer is enough, and the
      * trace just written is not in the page cache (trace_merge.c). */
-    weft_trace *t = trc_open_footer(path, err, errlen);
+    weft_trace *t = weft_trace_open_footer(path, err, errlen);
     if (t && !weft_trace_get_summary(t)->has_kinds) {
         weft_trace_close(t);
         t = weft_trace_open(path, err, errlen);

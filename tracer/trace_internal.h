@@ -404,10 +404,6 @@ void trc_meta_free(weft_trace_meta *m);
 /* m's objects become copies of o[0..n) (at most WEFT_TRACE_MAX_OBJECTS). */
 int trc_meta_set_objects(weft_trace_meta *m, const weft_trace_object *o, uint32_t n);
 
-/* A trace's header and footer only (trace_read.c): its summary without a
- * read of its segments; weft_trace_next on it fails. */
-weft_trace *trc_open_footer(const char *path, char *err, size_t errlen);
-
 /* ---- footer ---- */
 size_t trc_footer_encode(const weft_trace_summary *s, uint64_t nevents, uint64_t nblocks,
                          uint8_t **out);

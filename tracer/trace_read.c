@@ -312,9 +312,7 @@ static int read_footer(weft_trace *t, char *why, size_t wl)
     return fr;
 }
 
-/* footer_only: the header and the footer, not a walk over every segment
- * (on a real program's trace, tens of thousands of reads of a file that
- * the writer kept out of the page cache); such a trace gives no events. */
+/* footer_only: weft_trace_open_footer. */
 static weft_trace *trace_open(const char *path, bool footer_only, char *err, size_t errlen)
 {
     if (!path) {
@@ -354,7 +352,7 @@ weft_trace *weft_trace_open(const char *path, char *err, size_t errlen)
     return trace_open(path, false, err, errlen);
 }
 
-weft_trace *trc_open_footer(const char *path, char *err, size_t errlen)
+weft_trace *weft_trace_open_footer(const char *path, char *err, size_t errlen)
 {
     return trace_open(path, true, err, errlen);
 }
@@ -503,8 +501,10 @@ void weft_trace_close(weft_trace *t)
 int weft_trace_set_outcome(const char *path, uint32_t flags, int32_t exit_status, char *err,
                            size_t errlen)
 {
-    /* Validate the whole frame first so a damaged file is reported, not patched. */
-    weft_trace *t = weft_trace_open(path, err, errlen);
+    /* A damaged header or footer is reported, not patched; the segments
+     * are not read (the caller has just written them, and on a real
+     * program's trace the walk cost most of a second). */
+    weft_trace *t = weft_trace_open_footer(path, err, errlen);
     if (!t)
         return -1;
     uint64_t off = t->footer_off;

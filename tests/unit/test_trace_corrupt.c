@@ -278,6 +278,55 @@ static void test_block_checksum(void **state)
     weft_trace_close(t);
 }
 
+/* weft_trace_open_footer: the same header and footer as weft_trace_open,
+ * no events, and a segment header broken is not its business (the segments
+ * are not read) while a broken footer or trailer still is. */
+static void test_open_footer(void **state)
+{
+    (void)state;
+    char err[512];
+    const char *good = multi_block_trace();
+    weft_trace *full = weft_trace_open(good, err, sizeof err);
+    weft_trace *foot = weft_trace_open_footer(good, err, sizeof err);
+    assert_non_null(full);
+    assert_non_null(foot);
+    assert_int_equal(weft_trace_event_count(foot), MULTI_EVENTS);
+    assert_int_equal(weft_trace_event_count(foot), weft_trace_event_count(full));
+    const weft_trace_summary *a = weft_trace_get_summary(full), *b = weft_trace_get_summary(foot);
+    assert_int_equal(a->nthreads, b->nthreads);
+    assert_int_equal(a->flags, b->flags);
+    assert_int_equal(a->makespan, b->makespan);
+    assert_memory_equal(a->threads, b->threads, a->nthreads * sizeof *a->threads);
+    assert_string_equal(weft_trace_get_meta(full)->binary_path,
+                        weft_trace_get_meta(foot)->binary_path);
+    assert_int_equal(weft_trace_next(foot, &(weft_event){0}), -1);
+    assert_non_null(strstr(weft_trace_error(foot), "footer only"));
+    weft_trace_close(full);
+    weft_trace_close(foot);
+
+    size_t n;
+    uint8_t *bytes = tt_slurp(good, &n);
+    uint32_t hlen = get_u32(bytes + 12);
+    bytes[hlen] ^= 0x01; /* the first segment's magic */
+    const char *p = tt_path("badseg.wtr");
+    tt_spit(p, bytes, n);
+    assert_null(weft_trace_open(p, err, sizeof err));
+    assert_non_null(strstr(err, "corrupt block"));
+    foot = weft_trace_open_footer(p, err, sizeof err);
+    assert_non_null(foot);
+    weft_trace_close(foot);
+    bytes[hlen] ^= 0x01;
+    bytes[n - TRAILER_SIZE - 8] ^= 0x01; /* inside the footer: its CRC */
+    tt_spit(p, bytes, n);
+    assert_null(weft_trace_open_footer(p, err, sizeof err));
+    assert_non_null(strstr(err, "footer"));
+    assert_null(weft_trace_open_footer(tt_path("no-such.wtr"), err, sizeof err));
+    tt_spit(p, bytes, n - 3); /* no trailer */
+    assert_null(weft_trace_open_footer(p, err, sizeof err));
+    assert_non_null(strstr(err, "truncated"));
+    free(bytes);
+}
+
 /* ---- salvage ---- */
 
 static void child_writes_and_dies(const char *path)
@@ -415,6 +464,7 @@ const struct CMUnitTest corrupt_tests[] = {
     cmocka_unit_test(test_truncations),
     cmocka_unit_test(test_every_bit_flip_detected),
     cmocka_unit_test(test_block_checksum),
+    cmocka_unit_test(test_open_footer),
     /* They cut and flip the spool's raw chunks. */
     cmocka_unit_test_setup_teardown(test_salvage_torn_spool, tt_raw_spool, tt_default_spool),
     cmocka_unit_test_setup_teardown(test_spool_changed_before_finish, tt_raw_spool,

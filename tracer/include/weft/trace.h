@@ -422,6 +422,12 @@ typedef struct weft_trace weft_trace;
  * in err ("run.wtr: truncated header", "run.wtr: trace format version 7 is
  * newer than this weft supports (1)", ...; see docs/trace-format.md). */
 weft_trace *weft_trace_open(const char *path, char *err, size_t errlen);
+/* Open a trace for its header and footer alone (meta, summary, event
+ * count), checked, without the walk over every segment that
+ * weft_trace_open makes (on a real program's trace, tens of thousands of
+ * reads of a file that its writer kept out of the page cache);
+ * weft_trace_next on it fails. */
+weft_trace *weft_trace_open_footer(const char *path, char *err, size_t errlen);
 const weft_trace_meta *weft_trace_get_meta(const weft_trace *t);
 const weft_trace_summary *weft_trace_get_summary(const weft_trace *t);
 uint64_t weft_trace_event_count(const weft_trace *t);
