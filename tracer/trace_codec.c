@@ -443,17 +443,23 @@ static void out_buffered(trc_out *o)
  * trc_out_close. */
 static void out_write_direct(trc_out *o)
 {
-    size_t whole = o->n & ~(size_t)(OUT_DIRECT_ALIGN - 1);
-    if (!whole)
-        return;
-    int e = trc_write_all(o->fd, o->buf, whole);
-    if (e == EINVAL) { /* nothing was written: the file system wants no O_DIRECT */
-        out_buffered(o);
-        o->err = trc_write_all(o->fd, o->buf, o->n);
-        o->n = 0;
-        return;
+    size_t whole = o->n & ~(size_t)(OUT_DIRECT_ALIGN - 1), done = 0;
+    while (done < whole) {
+        ssize_t r = write(o->fd, o->buf + done, whole - done);
+        if (r > 0) {
+            done += (size_t)r;
+        } else if (r < 0 && errno == EINVAL) {
+            /* The file system wants no O_DIRECT after all, or a short write
+             * left the offset between blocks: the rest as it comes. */
+            out_buffered(o);
+            o->err = trc_write_all(o->fd, o->buf + done, o->n - done);
+            o->n = 0;
+            return;
+        } else if (r == 0 || errno != EINTR) {
+            o->err = r == 0 ? EIO : errno;
+            return;
+        }
     }
-    o->err = e;
     memmove(o->buf, o->buf + whole, o->n - whole);
     o->n -= whole;
 }

@@ -406,11 +406,13 @@ static void print_size_and_memory(const char *path, uint64_t n)
  * A trace that must reach the disk is written with O_DIRECT (whole blocks,
  * the last part block buffered at close): pieces of every size, written
  * and reserved in place, past the buffer's size too, must come out as the
- * same bytes either way. */
-static void out_pieces(bool direct)
+ * same bytes either way. at: where the output starts in the file; past a
+ * block's start, O_DIRECT's writes fail and the rest goes buffered. */
+static void out_pieces(bool direct, off_t at)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/out-%s", tt_scratch(), direct ? "direct" : "buffered");
+    snprintf(path, sizeof path, "%s/out-%s-%lld", tt_scratch(), direct ? "direct" : "buffered",
+             (long long)at);
     int fd = direct ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644) : -1;
     if (direct && fd < 0) { /* this file system has no O_DIRECT: the fallback is the other case */
         printf("# %s: no O_DIRECT (%s)\n", path, strerror(errno));
@@ -419,6 +421,7 @@ static void out_pieces(bool direct)
     if (fd < 0)
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     assert_true(fd >= 0);
+    assert_int_equal(lseek(fd, at, SEEK_SET), at);
     enum { CAP = 1 << 16, TOTAL = 3 << 20 };
     uint8_t *want = malloc(TOTAL + (CAP << 2));
     assert_non_null(want);
@@ -445,13 +448,14 @@ static void out_pieces(bool direct)
     trc_out_close(&o);
     assert_int_equal(o.err, 0);
     assert_int_equal(o.off, len);
+    assert_false(o.direct); /* closed: the last part block went buffered */
     assert_int_equal(close(fd), 0);
     trc_out_free(&o);
     int rd = open(path, O_RDONLY);
     assert_true(rd >= 0);
     uint8_t *got = malloc(len + 1);
     assert_non_null(got);
-    assert_int_equal(trc_pread_all(rd, got, len + 1, 0), (ssize_t)len);
+    assert_int_equal(trc_pread_all(rd, got, len + 1, at), (ssize_t)len);
     close(rd);
     assert_memory_equal(got, want, len);
     free(got);
@@ -461,13 +465,14 @@ static void out_pieces(bool direct)
 static void test_out_direct(void **state)
 {
     (void)state;
-    out_pieces(true);
+    out_pieces(true, 0);
+    out_pieces(true, 1); /* the first write refused: the page cache from there on */
 }
 
 static void test_out_buffered(void **state)
 {
     (void)state;
-    out_pieces(false);
+    out_pieces(false, 0);
 }
 
 const struct CMUnitTest encoding_tests[] = {
