@@ -476,11 +476,10 @@ typedef struct trc_thread_stats {
     bool exited, started;
 } trc_thread_stats;
 
-/* One event's kind and what a thread's start or exit says (addr: the
- * creator's index, or the exit code). */
-static inline void trc_stats_note(trc_thread_stats *x, uint8_t kind, uint64_t addr)
+/* What a thread's start or exit says (addr: the creator's index, or the
+ * exit code). */
+static inline void trc_stats_note_life(trc_thread_stats *x, uint8_t kind, uint64_t addr)
 {
-    x->kinds[kind < WEFT_EV_KIND_COUNT ? kind : 0]++;
     if (kind == WEFT_EV_THREAD_START && !x->started) {
         x->parent = addr > UINT32_MAX ? UINT32_MAX : (uint32_t)addr;
         x->started = true;
@@ -488,6 +487,13 @@ static inline void trc_stats_note(trc_thread_stats *x, uint8_t kind, uint64_t ad
         x->exited = true;
         x->exit_code = (int32_t)addr;
     }
+}
+
+/* One event's kind, and what a thread's start or exit says. */
+static inline void trc_stats_note(trc_thread_stats *x, uint8_t kind, uint64_t addr)
+{
+    x->kinds[kind < WEFT_EV_KIND_COUNT ? kind : 0]++;
+    trc_stats_note_life(x, kind, addr);
 }
 
 typedef struct trc_thread_chunks {

@@ -262,9 +262,17 @@ int trc_writer_fail(weft_trace_writer *w, const char *fmt, ...)
 static int check_events(weft_trace_writer *w, uint32_t thread, const weft_event *ev, size_t n,
                         trc_thread_stats *st)
 {
+    /* Four sets of counts, summed at the end: one counter incremented at
+     * every event (a run of reads) waited each time for its own last
+     * store, and that was most of this pass. */
+    uint64_t kinds[4][WEFT_EV_KIND_COUNT] = {{0}};
     for (size_t i = 0; i < n; i++) {
-        if (st)
-            trc_stats_note(st, ev[i].kind, ev[i].addr);
+        uint8_t k = ev[i].kind;
+        if (st && k < WEFT_EV_KIND_COUNT) {
+            kinds[i & 3][k]++;
+            if (k == WEFT_EV_THREAD_START || k == WEFT_EV_THREAD_EXIT)
+                trc_stats_note_life(st, k, ev[i].addr);
+        }
         if (ev[i].kind >= WEFT_EV_KIND_COUNT || ev[i].size > 64) {
             pthread_mutex_lock(&w->lock);
             trc_writer_fail(w, "%s: thread %u: invalid event (kind %u, size %u)", w->path, thread,
@@ -281,6 +289,8 @@ static int check_events(weft_trace_writer *w, uint32_t thread, const weft_event 
             return -1;
         }
     }
+    for (int k = 0; st && k < WEFT_EV_KIND_COUNT; k++)
+        st->kinds[k] += kinds[0][k] + kinds[1][k] + kinds[2][k] + kinds[3][k];
     return 0;
 }
 
