@@ -320,7 +320,9 @@ const cli_command cli_cmd_trace = {
     .usage = "[options] [-o TRACE] -- PROGRAM [ARGS...]",
     .about = "Runs PROGRAM (AArch64 Linux) on the ideal platform: one PE per thread,\n"
              "1 instruction = cpi cycles, zero-time memory and syscalls, and records every\n"
-             "thread's memory events with virtual timestamps.\n",
+             "thread's memory events with virtual timestamps. A run that lasts says so\n"
+             "on stderr after 10 s, then at doubling gaps up to a minute: how long, and\n"
+             "how much of the trace it has written (-q: not).\n",
     .footer = "Exit status: the guest's exit code, 128+N if it died of signal N, 124 if it\n"
               "timed out or was stopped at a trace limit, 125 on deadlock, 128+N if weft itself "
               "got signal N (130 SIGINT, 143\n"

@@ -453,6 +453,53 @@ static void wait_a_while(int pfd, double left)
     poll(&p, 1, ms);
 }
 
+/* A size for a person: "812 KB", "1.4 GB". */
+static void size_words(char *buf, size_t len, double bytes)
+{
+    const char *unit[] = {"bytes", "KB", "MB", "GB", "TB"};
+    int u = 0;
+    while (bytes >= 1000 && u < 4)
+        bytes /= 1000, u++;
+    snprintf(buf, len, u && bytes < 10 ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+}
+
+/* A long trace says it is alive (guest_run.progress): the time so far and
+ * what it has written, the spool while the guest runs (segments as its
+ * threads close them), the trace once the tracer writes it. WEFT_PROGRESS_S
+ * sets the first line's time (tests). */
+static void say_progress(const guest_run *run, pid_t pid, double t0, double *next_at)
+{
+    double el = now_s() - t0;
+    if (el < *next_at)
+        return;
+    char path[PATH_MAX + 64], size[32];
+    struct stat st;
+    snprintf(path, sizeof path, "%s.tmp.%d", run->watch_trace, (int)pid);
+    if (stat(path, &st) == 0) {
+        size_words(size, sizeof size, (double)st.st_size);
+        fprintf(stderr, "weft: %.0f s: the guest has ended; writing the trace, %s so far\n", el,
+                size);
+    } else {
+        snprintf(path, sizeof path, "%s.spool", run->watch_trace);
+        if (stat(path, &st) == 0) {
+            size_words(size, sizeof size, (double)st.st_size);
+            fprintf(stderr, "weft: %.0f s: tracing, %s spooled\n", el, size);
+        } else {
+            fprintf(stderr, "weft: %.0f s: tracing\n", el);
+        }
+    }
+    double gap = *next_at < 60 ? *next_at : 60;
+    *next_at += gap;
+}
+
+static double progress_first_s(void)
+{
+    const char *e = getenv("WEFT_PROGRESS_S");
+    char *end;
+    double s = e && *e ? strtod(e, &end) : 0;
+    return e && *e && *end == 0 && s > 0 ? s : 10;
+}
+
 int guest_run_qemu(const guest_run *run, guest_result *res)
 {
     struct sigaction sa = {0}, old_int, old_term;
@@ -476,6 +523,7 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
     /* Readable when qemu exits: the wait ends then, not at the next 2 ms tick
      * (a small program's run is 20 ms, and profiling makes nine). */
     int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    double next_progress = progress_first_s();
     for (;;) {
         pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid)
@@ -494,6 +542,8 @@ int guest_run_qemu(const guest_run *run, guest_result *res)
             waitpid(pid, &status, 0);
             break;
         }
+        if (run->progress && run->watch_trace)
+            say_progress(run, pid, t0, &next_progress);
         wait_a_while(pfd, run->timeout_s ? run->timeout_s - (now_s() - t0) : 0.1);
     }
     if (pfd >= 0)

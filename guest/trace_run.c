@@ -86,7 +86,9 @@ static int run_and_finish(const guest_run *run, const char *trace_path, guest_re
     char spool[4096];
     snprintf(spool, sizeof spool, "%s.spool", trace_path);
     unlink(spool); /* a stale spool from an earlier crash would be salvaged as ours */
-    if (guest_run_qemu(run, r))
+    guest_run watched = *run;
+    watched.watch_trace = trace_path;
+    if (guest_run_qemu(&watched, r))
         return -1;
     return settle(trace_path, run->leave_stopped_spool, r, final_flags);
 }

@@ -26,9 +26,15 @@ done
 check "deadlock report lists waiting threads" test "$(grep -c 'waits on futex' "$work/err")" -ge 2
 
 # A guest that never ends is killed at the time limit and its trace salvaged.
-run_status st "$WEFT" trace --timeout 2 -o "$work/loop.wtr" -- "$WEFT_FIXTURES/fail_spin" >"$work/out" 2>&1
+# Meanwhile weft says it is alive (WEFT_PROGRESS_S: the first line after
+# half a second instead of 10), what it spooled so far; -q says none of it.
+WEFT_PROGRESS_S=0.5 run_status st "$WEFT" trace --timeout 2 -o "$work/loop.wtr" -- "$WEFT_FIXTURES/fail_spin" >"$work/out" 2>&1
 check "spinning guest: status 124 (got $st)" test "$st" = 124
 check "spinning guest: says timed out" grep -q "timed out" "$work/out"
+check "spinning guest: progress lines with what was spooled ($(grep -c 'tracing' "$work/out"))" \
+  grep -Eq '^weft: [0-9]+ s: tracing, [0-9.]+ (bytes|KB|MB|GB) spooled$' "$work/out"
+WEFT_PROGRESS_S=0.5 run_status st "$WEFT" trace -q --timeout 2 -o "$work/loop-q.wtr" -- "$WEFT_FIXTURES/fail_spin" >"$work/out-q" 2>&1
+check "spinning guest, -q: no progress line" bash -c "! grep -q 'tracing' '$work/out-q'"
 "$WEFT" info "$work/loop.wtr" >"$work/info" 2>&1
 check "spinning guest: trace readable and flagged" grep -Eqi "timed.out" "$work/info"
 # Only this test's qemu: its plugin arguments name this test's work folder.

@@ -46,7 +46,11 @@ typedef struct guest_run {
     int speculate;
     /* Files for the guest's stdout and stderr instead of weft's, or NULL. */
     const char *capture_out, *capture_err;
-    int progress; /* a line on stderr per speculative run that must be redone */
+    /* Lines on stderr: one per speculative run that must be redone, and
+     * while a run that writes watch_trace lasts (after 10 s, then at
+     * doubling gaps up to a minute) how long and how much it wrote. */
+    int progress;
+    const char *watch_trace; /* set by guest_trace_run: the trace being written */
     /* Speculation: gate the pcs of this points file from the first run (if
      * it exists), and write there the ones that ended up gated, for the
      * next trace of the program. NULL: none. */
