@@ -451,6 +451,7 @@ static void choose_program(inject_ctx *c)
     }
     c->run.sysroot = o->sysroot;
     c->run.timeout_s = (unsigned)o->timeout;
+    c->run.progress = !o->quiet; /* a run that lasts says so (its output is in files) */
 }
 
 /* The program must be the one the plan was made for: same build-id. */
