@@ -499,6 +499,10 @@ uint8_t *trc_out_reserve(trc_out *o, size_t n)
 {
     if (o->n + n > o->cap)
         trc_out_flush(o);
+    if (o->n + n > o->cap) { /* direct output kept a part block: n is near cap */
+        out_buffered(o);
+        trc_out_flush(o);
+    }
     return o->buf + o->n;
 }
 

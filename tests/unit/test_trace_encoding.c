@@ -462,11 +462,42 @@ static void out_pieces(bool direct, off_t at)
     free(want);
 }
 
+/* A reservation of the whole buffer behind a part block direct output
+ * must keep: the rest goes through the page cache, the same bytes. */
+static void out_reserve_all(void)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/out-reserve", tt_scratch());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+    if (fd < 0)
+        return; /* no O_DIRECT here: nothing to keep */
+    enum { CAP = 1 << 16 };
+    static uint8_t want[100 + CAP];
+    for (size_t i = 0; i < sizeof want; i++)
+        want[i] = (uint8_t)(i * 7 + 3);
+    trc_out o;
+    assert_int_equal(trc_out_init(&o, fd, CAP), 0);
+    trc_out_write(&o, want, 100);
+    trc_out_flush(&o); /* nothing whole to write: the 100 bytes stay */
+    memcpy(trc_out_reserve(&o, CAP), want + 100, CAP);
+    trc_out_commit(&o, CAP);
+    trc_out_close(&o);
+    assert_int_equal(o.err, 0);
+    assert_int_equal(close(fd), 0);
+    trc_out_free(&o);
+    size_t len;
+    uint8_t *got = tt_slurp(path, &len);
+    assert_int_equal(len, sizeof want);
+    assert_memory_equal(got, want, sizeof want);
+    free(got);
+}
+
 static void test_out_direct(void **state)
 {
     (void)state;
     out_pieces(true, 0);
     out_pieces(true, 1); /* the first write refused: the page cache from there on */
+    out_reserve_all();
 }
 
 static void test_out_buffered(void **state)
