@@ -407,11 +407,12 @@ int trc_out_init(trc_out *o, int fd, size_t cap)
     *o = (trc_out){.fd = fd, .cap = cap, .direct = direct};
     /* O_DIRECT wants the buffer, the length and the offset of each write
      * aligned to the device's blocks: whole pages always are. */
-    if (posix_memalign((void **)&o->buf, OUT_DIRECT_ALIGN, cap) != 0) {
-        o->buf = NULL;
+    void *buf;
+    if (posix_memalign(&buf, OUT_DIRECT_ALIGN, cap) != 0) {
         o->err = ENOMEM;
         return -1;
     }
+    o->buf = buf;
     return 0;
 }
 
