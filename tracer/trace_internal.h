@@ -674,6 +674,7 @@ struct weft_trace {
     uint64_t last_time;
     uint32_t last_thread;
     bool any, failed;
+    bool footer_only; /* weft_trace_open_footer: no events, ever */
     char err[512];
 };
 

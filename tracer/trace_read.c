@@ -334,7 +334,7 @@ static weft_trace *trace_open(const char *path, bool footer_only, char *err, siz
         (!footer_only && check_blocks(t, why, sizeof why) < 0))
         return open_fail(t, err, errlen, "%s", why);
     if (footer_only) {
-        t->failed = true;
+        t->footer_only = t->failed = true;
         snprintf(t->err, sizeof t->err, "%s: opened for its footer only", path);
         return t;
     }
@@ -457,6 +457,8 @@ int weft_trace_next(weft_trace *t, weft_event *ev)
 
 void weft_trace_rewind(weft_trace *t)
 {
+    if (t->footer_only)
+        return; /* nothing to rewind: it stays failed */
     t->off = t->header_len;
     t->nev = t->pos = 0;
     t->fleft = 0;

@@ -301,6 +301,8 @@ static void test_open_footer(void **state)
                         weft_trace_get_meta(foot)->binary_path);
     assert_int_equal(weft_trace_next(foot, &(weft_event){0}), -1);
     assert_non_null(strstr(weft_trace_error(foot), "footer only"));
+    weft_trace_rewind(foot); /* still no events, and no crash */
+    assert_int_equal(weft_trace_next(foot, &(weft_event){0}), -1);
     weft_trace_close(full);
     weft_trace_close(foot);
 
