@@ -268,18 +268,16 @@ static int check_events(weft_trace_writer *w, uint32_t thread, const weft_event 
     uint64_t kinds[4][WEFT_EV_KIND_COUNT] = {{0}};
     for (size_t i = 0; i < n; i++) {
         uint8_t k = ev[i].kind;
-        if (st && k < WEFT_EV_KIND_COUNT) {
-            kinds[i & 3][k]++;
-            if (k == WEFT_EV_THREAD_START || k == WEFT_EV_THREAD_EXIT)
-                trc_stats_note_life(st, k, ev[i].addr);
-        }
-        if (ev[i].kind >= WEFT_EV_KIND_COUNT || ev[i].size > 64) {
+        if (k >= WEFT_EV_KIND_COUNT || ev[i].size > 64) {
             pthread_mutex_lock(&w->lock);
             trc_writer_fail(w, "%s: thread %u: invalid event (kind %u, size %u)", w->path, thread,
-                            ev[i].kind, ev[i].size);
+                            k, ev[i].size);
             pthread_mutex_unlock(&w->lock);
             return -1;
         }
+        kinds[i & 3][k]++;
+        if (st && (k == WEFT_EV_THREAD_START || k == WEFT_EV_THREAD_EXIT))
+            trc_stats_note_life(st, k, ev[i].addr);
         if (i && ev[i].time < ev[i - 1].time) {
             pthread_mutex_lock(&w->lock);
             trc_writer_fail(w, "%s: thread %u: event time %llu is before the previous event (%llu)",
