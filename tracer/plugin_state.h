@@ -75,6 +75,11 @@ typedef struct vcpu_state {
     int32_t sync_pe;
     spec_cursor spec_cur;
     uint64_t spec_last_blame; /* the last pc this vCPU had blamed */
+    /* The last stack lookup: an address in [spec_stk_lo, spec_stk_hi) of the
+     * table spec_stk_table is in spec_stk_hit (NULL: in no stack). */
+    const struct spec_stacks *spec_stk_table;
+    uint64_t spec_stk_lo, spec_stk_hi;
+    const struct spec_stack *spec_stk_hit;
     /* syscall in flight */
     int64_t sys_num;
     uint64_t sys_args[6];

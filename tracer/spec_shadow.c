@@ -3,22 +3,52 @@
  * Per 8-byte guest word, 64 bytes: for writes and for reads separately, the
  * largest key seen and the largest key from any other thread than that one,
  * each with its pc. That is enough because a check only ever asks for the
- * largest key among other threads' conflicting accesses. Records are
- * allocated per guest page on first touch and found through an
- * open-addressing table that is read without locks. Each word has its own
- * spin lock (the top bit of its first time): threads that touch different
- * words never meet, and the critical section is a few compares. */
+ * largest key among other threads' conflicting accesses. Each word has its
+ * own spin lock (the top bit of its first time): threads that touch different
+ * words never meet, and the critical section is a few compares.
+ *
+ * Eight times the guest's memory is more than the host's caches hold, and
+ * the misses were most of the check's time, while most lines of a program
+ * are only ever touched by one thread. So a 64-byte guest line starts in one
+ * 64-byte record of its owner, the first thread that touches it: its largest
+ * write and read keys and which words it wrote and read. Its accesses meet
+ * no other thread's and are not checked. The first access of another thread
+ * gives the line its words, those the owner touched seeded with its keys: at
+ * least as large as the owner's on that word, so every pair the words would
+ * have caught is still caught; a word both threads touched may be blamed
+ * where the words alone would not have, one only the line shared is not.
+ *
+ * The owner records its accesses without a locked instruction (about half
+ * of the check's time went to that one fetch-or): it says it is busy in its
+ * cursor, then reads the line's state; a thread taking the line over sets
+ * the state's lock bit, then has every thread fence (membarrier), then waits
+ * for the owner not to be busy. Either the owner's busy flag is seen, or its
+ * read of the state comes after the fence and sees the lock: it never
+ * writes a record the taker has already copied. Without membarrier the owner
+ * takes the lock as well. Pages of 64 line records are allocated on first
+ * touch and found through an open-addressing table that is read without
+ * locks. */
 #include "spec_shadow.h"
 
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define PC_MASK ((1ull << 48) - 1)
 #define LOCK_BIT (1ull << 63)
-#define WORDS_PER_PAGE (1u << (SPEC_PAGE_SHIFT - SPEC_WORD_SHIFT))
+#define WORDS_PER_LINE (1u << (SPEC_LINE_SHIFT - SPEC_WORD_SHIFT))
+#define LINES_PER_PAGE (1u << (SPEC_PAGE_SHIFT - SPEC_LINE_SHIFT))
 #define TABLE_BITS 20
+
+/* A line's state: untouched, owned by one PE, or shared (words in use; final). */
+#define LINE_OWNED (1ull << 16)
+#define LINE_SHARED (1ull << 17)
+#define LINE_PE_MASK 0xffffull
 
 typedef struct entry {
     uint64_t t;
@@ -31,12 +61,26 @@ typedef struct word {
     entry w2, r1, r2;
 } word;
 
+typedef struct line {
+    _Atomic uint64_t state;       /* LINE_* with the owner's PE, LOCK_BIT while changed */
+    entry w, r;                   /* the owner's latest write and read */
+    _Atomic(word *) words;        /* once shared */
+    _Atomic(spec_cursor *) owner; /* the owner's busy flag */
+    uint8_t wmask, rmask;         /* the words the owner wrote, read */
+    uint8_t pad[6];
+} line;
+
+_Static_assert(sizeof(line) == 64, "a line record is one host cache line");
+_Static_assert(sizeof(line) * LINES_PER_PAGE == SPEC_PAGE_RECORD_BYTES, "spec_shadow.h's sizes");
+_Static_assert(sizeof(word) * WORDS_PER_LINE == SPEC_LINE_WORDS_BYTES, "spec_shadow.h's sizes");
+
 struct spec_shadow {
     _Atomic uint64_t keys[1u << TABLE_BITS]; /* page number + 1; 0 = free */
-    _Atomic(word *) chunks[1u << TABLE_BITS];
+    _Atomic(line *) pages[1u << TABLE_BITS];
     pthread_mutex_t insert_lock;
     _Atomic size_t bytes;
     size_t max_bytes;
+    int fenced; /* membarrier works: owners record without locking */
 };
 
 spec_shadow *spec_shadow_new(size_t max_bytes)
@@ -46,6 +90,7 @@ spec_shadow *spec_shadow_new(size_t max_bytes)
         return NULL;
     pthread_mutex_init(&s->insert_lock, NULL);
     s->max_bytes = max_bytes;
+    s->fenced = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     return s;
 }
 
@@ -53,8 +98,12 @@ void spec_shadow_free(spec_shadow *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < (1u << TABLE_BITS); i++)
-        free(atomic_load(&s->chunks[i]));
+    for (size_t i = 0; i < (1u << TABLE_BITS); i++) {
+        line *p = atomic_load(&s->pages[i]);
+        for (unsigned l = 0; p && l < LINES_PER_PAGE; l++)
+            free(atomic_load(&p[l].words));
+        free(p);
+    }
     pthread_mutex_destroy(&s->insert_lock);
     free(s);
 }
@@ -64,18 +113,29 @@ size_t spec_shadow_bytes(const spec_shadow *s)
     return atomic_load(&s->bytes);
 }
 
+/* Counts size against the budget; 0 if it does not fit. */
+static int reserve(spec_shadow *s, size_t size)
+{
+    size_t old = atomic_load(&s->bytes);
+    do {
+        if (old + size > s->max_bytes)
+            return 0;
+    } while (!atomic_compare_exchange_weak(&s->bytes, &old, old + size));
+    return 1;
+}
+
 static size_t slot_of(uint64_t page)
 {
     return (size_t)((page * 0x9e3779b97f4a7c15ull) >> (64 - TABLE_BITS));
 }
 
-static word *find(spec_shadow *s, uint64_t page)
+static line *find(spec_shadow *s, uint64_t page)
 {
     for (size_t i = slot_of(page), n = 0; n < (1u << TABLE_BITS);
          i = (i + 1) & ((1u << TABLE_BITS) - 1), n++) {
         uint64_t k = atomic_load_explicit(&s->keys[i], memory_order_acquire);
         if (k == page + 1)
-            return atomic_load_explicit(&s->chunks[i], memory_order_acquire);
+            return atomic_load_explicit(&s->pages[i], memory_order_acquire);
         if (k == 0)
             return NULL;
     }
@@ -83,33 +143,38 @@ static word *find(spec_shadow *s, uint64_t page)
 }
 
 /* NULL when the budget or the table is exhausted. */
-static word *find_or_add(spec_shadow *s, uint64_t page)
+static line *find_or_add(spec_shadow *s, uint64_t page)
 {
-    word *w = find(s, page);
-    if (w)
-        return w;
+    line *p = find(s, page);
+    if (p)
+        return p;
     pthread_mutex_lock(&s->insert_lock);
-    w = find(s, page); /* another thread may have added it meanwhile */
-    size_t size = WORDS_PER_PAGE * sizeof(word);
-    if (!w && atomic_load(&s->bytes) + size <= s->max_bytes) {
+    p = find(s, page); /* another thread may have added it meanwhile */
+    size_t size = LINES_PER_PAGE * sizeof(line);
+    if (!p) {
         size_t i = slot_of(page), n = 0;
         while (atomic_load(&s->keys[i]) != 0 && n++ < (1u << TABLE_BITS) / 2)
             i = (i + 1) & ((1u << TABLE_BITS) - 1);
-        if (n < (1u << TABLE_BITS) / 2 && (w = calloc(WORDS_PER_PAGE, sizeof(word))) != NULL) {
-            /* The chunk before its key: a reader that sees the key sees the chunk. */
-            atomic_store_explicit(&s->chunks[i], w, memory_order_release);
-            atomic_store_explicit(&s->keys[i], page + 1, memory_order_release);
-            atomic_fetch_add(&s->bytes, size);
+        if (n < (1u << TABLE_BITS) / 2 && reserve(s, size)) {
+            p = aligned_alloc(sizeof(line), size);
+            if (p) {
+                memset(p, 0, size);
+                /* The records before the key: a reader that sees the key sees them. */
+                atomic_store_explicit(&s->pages[i], p, memory_order_release);
+                atomic_store_explicit(&s->keys[i], page + 1, memory_order_release);
+            } else
+                atomic_fetch_sub(&s->bytes, size);
         }
     }
     pthread_mutex_unlock(&s->insert_lock);
-    return w;
+    return p;
 }
 
-static uint64_t lock_word(word *w)
+/* Sets LOCK_BIT in *x, waiting while another thread holds it; returns the rest. */
+static uint64_t lock_bits(_Atomic uint64_t *x)
 {
     for (unsigned spins = 0;; spins++) {
-        uint64_t old = atomic_fetch_or_explicit(&w->w1_t, LOCK_BIT, memory_order_acquire);
+        uint64_t old = atomic_fetch_or_explicit(x, LOCK_BIT, memory_order_acquire);
         if (!(old & LOCK_BIT))
             return old;
         if (spins % 64 == 63)
@@ -170,10 +235,9 @@ static void add_blame(uint64_t *blame, int *n, uint64_t pc)
         blame[(*n)++] = pc;
 }
 
-static void check_word(word *w, const spec_access *a, uint64_t *blame, int *nblame)
+static void check_word(word *w, const spec_access *a, entry me, uint64_t *blame, int *nblame)
 {
-    entry me = {a->t, (a->pc & PC_MASK) | (a->gated ? 1u : 0u) | ((uint64_t)a->pe << 48)};
-    uint64_t t1 = lock_word(w);
+    uint64_t t1 = lock_bits(&w->w1_t);
     entry w1 = {t1, w->w1_pcpe};
     const entry *m = pair_other(&w1, &w->w2, a->pe);
     if (a->write) {
@@ -201,23 +265,119 @@ static void check_word(word *w, const spec_access *a, uint64_t *blame, int *nbla
     atomic_store_explicit(&w->w1_t, w1.t & ~LOCK_BIT, memory_order_release);
 }
 
+/* Records me in line l while one thread owns it, giving it to that thread if
+ * untouched: NULL then, nothing to check. Otherwise the line's words, made
+ * and seeded here if this is another thread's first access. *full is set if
+ * the budget cannot pay for them. */
+static void owner_add(line *l, const entry *me, int write, uint8_t mask)
+{
+    entry *e = write ? &l->w : &l->r;
+    if (!valid(e) || entry_lt(e, me))
+        *e = *me;
+    if (write)
+        l->wmask |= mask;
+    else
+        l->rmask |= mask;
+}
+
+/* Waits until the owner of a line this thread has locked can no longer be
+ * writing its records (see the top of the file). */
+static void owner_quiesce(const spec_shadow *s, const line *l)
+{
+    spec_cursor *owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
+    if (!s->fenced || !owner)
+        return;
+    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    for (unsigned spins = 0; atomic_load_explicit(&owner->busy, memory_order_acquire); spins++)
+        if (spins % 64 == 63)
+            sched_yield(); /* the owner was preempted inside */
+}
+
+/* Records me in line l while one thread owns it, giving it to that thread if
+ * untouched: NULL then, nothing to check. Otherwise the line's words, made
+ * and seeded here if this is another thread's first access. *full is set if
+ * the budget cannot pay for them. */
+static word *line_access(spec_shadow *s, spec_cursor *cur, line *l, const entry *me, int write,
+                         uint8_t mask, int *full)
+{
+    uint64_t pe = pe_of(me);
+    uint64_t st = atomic_load_explicit(&l->state, memory_order_acquire);
+    if (st & LINE_SHARED)
+        return atomic_load_explicit(&l->words, memory_order_relaxed);
+    /* The owner's cursor too: a PE given to a later thread takes the lock once. */
+    if (st == (LINE_OWNED | pe) && s->fenced &&
+        atomic_load_explicit(&l->owner, memory_order_relaxed) == cur) {
+        atomic_store_explicit(&cur->busy, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst); /* the taker's membarrier orders the rest */
+        int mine = atomic_load_explicit(&l->state, memory_order_relaxed) == st;
+        if (mine)
+            owner_add(l, me, write, mask);
+        atomic_store_explicit(&cur->busy, 0, memory_order_release);
+        if (mine)
+            return NULL;
+    }
+    st = lock_bits(&l->state);
+    word *w = atomic_load_explicit(&l->words, memory_order_relaxed);
+    if (st & LINE_SHARED) {
+        atomic_store_explicit(&l->state, st, memory_order_release);
+        return w;
+    }
+    if (!(st & LINE_OWNED) || (st & LINE_PE_MASK) == pe) {
+        atomic_store_explicit(&l->owner, cur, memory_order_relaxed);
+        owner_add(l, me, write, mask);
+        atomic_store_explicit(&l->state, LINE_OWNED | pe, memory_order_release);
+        return NULL;
+    }
+    size_t size = WORDS_PER_LINE * sizeof(word);
+    if (reserve(s, size) && !(w = aligned_alloc(sizeof(line), size)))
+        atomic_fetch_sub(&s->bytes, size);
+    if (!w) {
+        atomic_store_explicit(&l->state, st, memory_order_release);
+        *full = 1;
+        return NULL;
+    }
+    owner_quiesce(s, l);
+    for (unsigned i = 0; i < WORDS_PER_LINE; i++) {
+        entry none = {0, 0}, wr = l->wmask >> i & 1 ? l->w : none;
+        atomic_init(&w[i].w1_t, wr.t);
+        w[i].w1_pcpe = wr.pcpe;
+        w[i].w2 = none;
+        w[i].r1 = l->rmask >> i & 1 ? l->r : none;
+        w[i].r2 = none;
+    }
+    atomic_store_explicit(&l->words, w, memory_order_relaxed);
+    atomic_store_explicit(&l->state, LINE_SHARED, memory_order_release);
+    return w;
+}
+
 int spec_shadow_check(spec_shadow *s, spec_cursor *cur, const spec_access *a,
                       uint64_t blame[SPEC_MAX_BLAMES])
 {
-    int n = 0;
+    int n = 0, full = 0;
+    entry me = {a->t, (a->pc & PC_MASK) | (a->gated ? 1u : 0u) | ((uint64_t)a->pe << 48)};
     uint64_t first = a->addr >> SPEC_WORD_SHIFT;
     uint64_t last = (a->addr + (a->size ? a->size : 1) - 1) >> SPEC_WORD_SHIFT;
-    for (uint64_t wi = first; wi <= last; wi++) {
-        uint64_t page = wi >> (SPEC_PAGE_SHIFT - SPEC_WORD_SHIFT);
+    for (uint64_t wi = first; wi <= last;) {
+        uint64_t li = wi >> (SPEC_LINE_SHIFT - SPEC_WORD_SHIFT);
+        uint64_t page = li >> (SPEC_PAGE_SHIFT - SPEC_LINE_SHIFT);
         if (!cur->chunk || cur->page != page) {
-            word *c = find_or_add(s, page);
-            if (!c)
+            line *p = find_or_add(s, page);
+            if (!p)
                 return -1;
-            cur->chunk = c;
+            cur->chunk = p;
             cur->page = page;
         }
-        word *w = (word *)cur->chunk + (wi & (WORDS_PER_PAGE - 1));
-        check_word(w, a, blame, &n);
+        line *l = (line *)cur->chunk + (li & (LINES_PER_PAGE - 1));
+        uint64_t end = (li + 1) << (SPEC_LINE_SHIFT - SPEC_WORD_SHIFT); /* next line's first */
+        unsigned lo = wi & (WORDS_PER_LINE - 1),
+                 hi = (last < end ? last : end - 1) & (WORDS_PER_LINE - 1);
+        uint8_t mask = (uint8_t)((2u << hi) - (1u << lo));
+        word *w = line_access(s, cur, l, &me, a->write, mask, &full);
+        if (full)
+            return -1;
+        for (; wi <= last && wi < end; wi++)
+            if (w)
+                check_word(&w[wi & (WORDS_PER_LINE - 1)], a, me, blame, &n);
     }
     return n;
 }

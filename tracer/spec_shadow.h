@@ -18,20 +18,25 @@
 #ifndef WEFT_SPEC_SHADOW_H
 #define WEFT_SPEC_SHADOW_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define SPEC_WORD_SHIFT 3   /* granule: 8-byte words; sub-word sharing counts as sharing */
+#define SPEC_LINE_SHIFT 6   /* a line is its first thread's until a second touches it */
 #define SPEC_PAGE_SHIFT 12  /* shadow is allocated per 4 KiB of guest memory */
 #define SPEC_MAX_BLAMES 20  /* per access: up to 9 words touched, 2 pcs each, deduplicated */
 #define SPEC_MAX_PE 0xffffu /* PE ids live in 16 bits of an entry */
 
 typedef struct spec_shadow spec_shadow;
 
-/* One thread's last looked-up page (a lookup cache); zero-initialize. */
+/* One thread's last looked-up page (a lookup cache) and its busy flag;
+ * zero-initialize. The lines a thread owns remember its cursor: it must stay
+ * allocated until spec_shadow_free, and be given by one thread at a time. */
 typedef struct spec_cursor {
     uint64_t page;
     void *chunk;
+    _Atomic uint32_t busy;
 } spec_cursor;
 
 typedef struct spec_access {
@@ -57,7 +62,10 @@ void spec_shadow_free(spec_shadow *s);
 int spec_shadow_check(spec_shadow *s, spec_cursor *cur, const spec_access *a,
                       uint64_t blame[SPEC_MAX_BLAMES]);
 
-/* Bytes of records allocated so far. */
+/* Bytes of records allocated so far: SPEC_PAGE_RECORD_BYTES per guest page
+ * touched, SPEC_LINE_WORDS_BYTES more per 64-byte line two threads touched. */
+#define SPEC_PAGE_RECORD_BYTES (64u << (SPEC_PAGE_SHIFT - SPEC_LINE_SHIFT))
+#define SPEC_LINE_WORDS_BYTES (64u << (SPEC_LINE_SHIFT - SPEC_WORD_SHIFT))
 size_t spec_shadow_bytes(const spec_shadow *s);
 
 #endif
