@@ -189,10 +189,16 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
     uint16_t flags = 0;
     if (ii->flags & INSN_SP_BASE) {
         /* The main thread's stack is not mmap'd by the guest: learn it from
-         * SP-relative accesses (a generous window around them). */
+         * SP-relative accesses (a generous window around them). qemu maps
+         * the interpreter right above the stack, and the libraries after
+         * it: the code of this first access (the interpreter's start) ends
+         * the window, or their data would count as the main thread's stack
+         * (left out of the trace, and blamed in every other thread). */
         if (v->pe == 0 && v->stack_hi == 0) {
             v->stack_lo = vaddr > (8u << 20) ? vaddr - (8u << 20) : 0;
             v->stack_hi = vaddr + (1u << 20);
+            if (ii->pc > vaddr && ii->pc < v->stack_hi)
+                v->stack_hi = ii->pc & ~(uint64_t)4095;
             spec_thread_stack(0, v->stack_lo, v->stack_hi);
             atomic_store_explicit(&g_plugin.main_stack_known, 1, memory_order_release);
         }
