@@ -200,10 +200,13 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
             if (ii->pc > vaddr && ii->pc < v->stack_hi)
                 v->stack_hi = ii->pc & ~(uint64_t)4095;
             spec_thread_stack(0, v->stack_lo, v->stack_hi);
+            g_plugin.main_first_sp = vaddr;
+            atomic_store_explicit(&g_plugin.main_vcpu, v, memory_order_release);
             atomic_store_explicit(&g_plugin.main_stack_known, 1, memory_order_release);
         }
         flags |= WEFT_EVF_STACK;
-    } else if (vaddr >= v->stack_lo && vaddr < v->stack_hi) {
+    } else if (vaddr >= __atomic_load_n(&v->stack_lo, __ATOMIC_RELAXED) &&
+               vaddr < __atomic_load_n(&v->stack_hi, __ATOMIC_RELAXED)) {
         flags |= WEFT_EVF_STACK;
     }
     int store = qemu_plugin_mem_is_store(info);

@@ -302,6 +302,10 @@ typedef struct plugin {
      * access): later blocks need no callback on plain SP-relative accesses
      * when the filter drops stack events anyway. */
     atomic_int main_stack_known;
+    /* Its vCPU and first SP-relative address, once known: a guest mapping
+     * inside the window ends it (plugin_syscall.c). */
+    _Atomic(vcpu_state *) main_vcpu;
+    uint64_t main_first_sp;
     atomic_int exit_group_seen;
     atomic_int exit_code;
     /* Virtual time of exit_group: what other threads run after it (until

@@ -111,6 +111,29 @@ static int may_block_indefinitely(int64_t num, int64_t arg0)
     }
 }
 
+/* The main thread's stack window is a guess around its first SP-relative
+ * access (plugin.c); a mapping the guest makes inside it is not that stack
+ * (a static program's first thread stacks and large buffers land right
+ * above it): the window ends before it. Called with maps_lock held. */
+static void clip_main_stack(uint64_t lo, uint64_t hi)
+{
+    vcpu_state *m = atomic_load_explicit(&g_plugin.main_vcpu, memory_order_acquire);
+    if (!m)
+        return;
+    uint64_t sp = g_plugin.main_first_sp;
+    uint64_t slo = __atomic_load_n(&m->stack_lo, __ATOMIC_RELAXED);
+    uint64_t shi = __atomic_load_n(&m->stack_hi, __ATOMIC_RELAXED);
+    if (lo > sp && lo < shi)
+        shi = lo;
+    else if (hi <= sp && hi > slo)
+        slo = hi;
+    else
+        return;
+    __atomic_store_n(&m->stack_lo, slo, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->stack_hi, shi, __ATOMIC_RELAXED);
+    spec_thread_stack(0, slo, shi);
+}
+
 /* Every mmap the guest makes, newest last: glibc maps each thread's stack
  * before clone, so the newest mapping holding clone's newsp is that stack.
  * Under a lock because threads mmap concurrently. */
@@ -132,6 +155,7 @@ static void remember_mapping(uint64_t lo, uint64_t len)
         g_plugin.map_lo[g_plugin.nmaps] = lo;
         g_plugin.map_hi[g_plugin.nmaps++] = lo + len;
     }
+    clip_main_stack(lo, lo + len);
     pthread_mutex_unlock(&g_plugin.maps_lock);
 }
 
