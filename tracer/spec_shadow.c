@@ -63,7 +63,7 @@ typedef struct word {
 
 typedef struct line {
     _Atomic uint64_t state;       /* LINE_* with the owner's PE, LOCK_BIT while changed */
-    entry w, r;                   /* the owner's latest write and read */
+    entry w, r;                   /* the owner's largest write and read keys */
     _Atomic(word *) words;        /* once shared */
     _Atomic(spec_cursor *) owner; /* the owner's busy flag */
     uint8_t wmask, rmask;         /* the words the owner wrote, read */
@@ -113,15 +113,21 @@ size_t spec_shadow_bytes(const spec_shadow *s)
     return atomic_load(&s->bytes);
 }
 
-/* Counts size against the budget; 0 if it does not fit. */
-static int reserve(spec_shadow *s, size_t size)
+/* size zeroed bytes aligned to a host cache line, counted against the
+ * budget; NULL if they do not fit or cannot be had. */
+static void *budget_alloc(spec_shadow *s, size_t size)
 {
     size_t old = atomic_load(&s->bytes);
     do {
         if (old + size > s->max_bytes)
-            return 0;
+            return NULL;
     } while (!atomic_compare_exchange_weak(&s->bytes, &old, old + size));
-    return 1;
+    void *p = aligned_alloc(64, size);
+    if (!p) {
+        atomic_fetch_sub(&s->bytes, size);
+        return NULL;
+    }
+    return memset(p, 0, size);
 }
 
 static size_t slot_of(uint64_t page)
@@ -155,15 +161,10 @@ static line *find_or_add(spec_shadow *s, uint64_t page)
         size_t i = slot_of(page), n = 0;
         while (atomic_load(&s->keys[i]) != 0 && n++ < (1u << TABLE_BITS) / 2)
             i = (i + 1) & ((1u << TABLE_BITS) - 1);
-        if (n < (1u << TABLE_BITS) / 2 && reserve(s, size)) {
-            p = aligned_alloc(sizeof(line), size);
-            if (p) {
-                memset(p, 0, size);
-                /* The records before the key: a reader that sees the key sees them. */
-                atomic_store_explicit(&s->pages[i], p, memory_order_release);
-                atomic_store_explicit(&s->keys[i], page + 1, memory_order_release);
-            } else
-                atomic_fetch_sub(&s->bytes, size);
+        if (n < (1u << TABLE_BITS) / 2 && (p = budget_alloc(s, size)) != NULL) {
+            /* The records before the key: a reader that sees the key sees them. */
+            atomic_store_explicit(&s->pages[i], p, memory_order_release);
+            atomic_store_explicit(&s->keys[i], page + 1, memory_order_release);
         }
     }
     pthread_mutex_unlock(&s->insert_lock);
@@ -265,10 +266,7 @@ static void check_word(word *w, const spec_access *a, entry me, uint64_t *blame,
     atomic_store_explicit(&w->w1_t, w1.t & ~LOCK_BIT, memory_order_release);
 }
 
-/* Records me in line l while one thread owns it, giving it to that thread if
- * untouched: NULL then, nothing to check. Otherwise the line's words, made
- * and seeded here if this is another thread's first access. *full is set if
- * the budget cannot pay for them. */
+/* The owner's access: its largest key of the kind, and the words it touched. */
 static void owner_add(line *l, const entry *me, int write, uint8_t mask)
 {
     entry *e = write ? &l->w : &l->r;
@@ -328,22 +326,19 @@ static word *line_access(spec_shadow *s, spec_cursor *cur, line *l, const entry 
         atomic_store_explicit(&l->state, LINE_OWNED | pe, memory_order_release);
         return NULL;
     }
-    size_t size = WORDS_PER_LINE * sizeof(word);
-    if (reserve(s, size) && !(w = aligned_alloc(sizeof(line), size)))
-        atomic_fetch_sub(&s->bytes, size);
-    if (!w) {
+    if (!(w = budget_alloc(s, WORDS_PER_LINE * sizeof(word)))) {
         atomic_store_explicit(&l->state, st, memory_order_release);
         *full = 1;
         return NULL;
     }
     owner_quiesce(s, l);
-    for (unsigned i = 0; i < WORDS_PER_LINE; i++) {
-        entry none = {0, 0}, wr = l->wmask >> i & 1 ? l->w : none;
-        atomic_init(&w[i].w1_t, wr.t);
-        w[i].w1_pcpe = wr.pcpe;
-        w[i].w2 = none;
-        w[i].r1 = l->rmask >> i & 1 ? l->r : none;
-        w[i].r2 = none;
+    for (unsigned i = 0; i < WORDS_PER_LINE; i++) { /* the rest stays empty */
+        if (l->wmask >> i & 1) {
+            atomic_init(&w[i].w1_t, l->w.t);
+            w[i].w1_pcpe = l->w.pcpe;
+        }
+        if (l->rmask >> i & 1)
+            w[i].r1 = l->r;
     }
     atomic_store_explicit(&l->words, w, memory_order_relaxed);
     atomic_store_explicit(&l->state, LINE_SHARED, memory_order_release);
