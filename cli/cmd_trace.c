@@ -106,8 +106,8 @@ static int trace_run_and_report(const guest_run *run, const char *trace_path, in
         if (r.unordered)
             fprintf(stderr,
                     "weft: exact mode: %" PRIu64 " gated accesses ran out of virtual-time order (a "
-                    "thread back late from a blocking system call, or a stall escape); this trace "
-                    "may not repeat byte for byte\n",
+                    "stall escape, or a gate opened for qemu's exclusive section); this trace may "
+                    "not repeat byte for byte\n",
                     r.unordered);
         if (weft_trace_print_summary(trace_path, r.wall_s, stderr, err, sizeof err))
             cli_error("%s", err);

@@ -37,6 +37,30 @@ void weft_platform::step_kernel_to(uint64_t cycles)
         sc_core::sc_start(target - now);
         kernel_steps++;
     }
+    stepped = std::max(stepped, cycles);
+}
+
+// A thread back from a wait the model did not end (a released syscall, a
+// futex wait its timeout ended): the others ran on meanwhile, and resuming
+// at its own time would put what it does next behind what they did (the
+// hole the late gates counted). It resumes past every gate passed, and in
+// exact mode past every counted thread's time, as if the outside world had
+// kept it that long. Not under a policy: the schedule orders the threads.
+uint64_t weft_platform::rejoin_time_locked(int pe, uint64_t cycles)
+{
+    if (policy)
+        return cycles;
+    rejoined++;
+    uint64_t r = std::max(cycles, stepped);
+    if (cfg.rejoin_at_lead) {
+        uint32_t n = count.load();
+        for (uint32_t q = 0; q < n; q++)
+            if (int(q) != pe && counted(slots[q].state.load()))
+                r = std::max(r, slots[q].bound.load());
+    }
+    if (r > cycles)
+        rejoins++;
+    return r;
 }
 
 // Look at a PE that is counted but may really be asleep or gone, and
@@ -98,6 +122,7 @@ void weft_platform_config_default(weft_platform_config *cfg)
     cfg->max_pes = 512;
     cfg->ps_per_cycle = 1000;
     cfg->stall_ms = 2000;
+    cfg->rejoin_at_lead = 0;
 }
 
 weft_platform *weft_platform_create(const weft_platform_config *cfg, char *err, size_t errlen)
@@ -242,7 +267,11 @@ uint64_t weft_platform_futex_wait_return(weft_platform *p, int pe, uint64_t cycl
     {
         std::lock_guard<std::mutex> g(p->mu);
         Slot &s = p->slots[pe];
-        resume = s.woken ? std::max(cycles, s.woken_at) : cycles;
+        // Still FUTEX_ENTERING, it stayed counted (it never slept, or was
+        // not yet seen asleep): nobody passed it.
+        resume = s.woken                           ? std::max(cycles, s.woken_at)
+                 : s.state.load() == weft::BLOCKED ? p->rejoin_time_locked(pe, cycles)
+                                                   : cycles;
         if (!s.woken)
             s.waker = -1;
         s.woken = false;
@@ -326,6 +355,8 @@ weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, u
             f.store(0);
         }
     } unmark{p->slots[pe].waiting};
+    uint64_t rejoined = p->rejoined.load();
+look:
     while (!p->replaying() && (q = p->blocker(pe, cycles)) >= 0) {
         if (p->exiting.load())
             return WEFT_GATE_EXITING;
@@ -341,7 +372,10 @@ weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, u
             p->exclusive_yields++;
             return WEFT_GATE_ESCAPED;
         }
-        uint64_t prog = p->progress.load();
+        // The blocker's own time moving is progress too: a long stretch of
+        // ungated work on a crowded host once took more than stall_ms, and
+        // the escape put the waiter's accesses behind it.
+        uint64_t prog = p->progress.load() + p->slots[q].bound.load();
         uint64_t t = now_ns();
         if (prog != seen || since == 0) {
             seen = prog;
@@ -355,7 +389,13 @@ weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, u
         nap = std::min(nap * 2, 100000L);
     }
     {
-        std::lock_guard<std::mutex> g(p->mu);
+        std::unique_lock<std::mutex> g(p->mu);
+        if (!p->replaying() && p->rejoined.load() != rejoined) {
+            // A thread rejoined after blocker() looked: it may be behind.
+            rejoined = p->rejoined.load();
+            g.unlock();
+            goto look;
+        }
         if (!p->replaying() && sc_core::sc_time(double(cycles * p->cfg.ps_per_cycle),
                                                 sc_core::SC_PS) < sc_core::sc_time_stamp())
             p->late++;
@@ -386,6 +426,7 @@ uint64_t weft_platform_syscall_return(weft_platform *p, int pe, uint64_t cycles)
 {
     {
         std::lock_guard<std::mutex> g(p->mu);
+        cycles = p->rejoin_time_locked(pe, cycles);
         p->slots[pe].bound.store(cycles);
         p->policy_state_changed_locked(pe, RUNNING);
     }
@@ -482,6 +523,7 @@ void weft_platform_get_stats(weft_platform *p, weft_platform_stats *out)
     out->released_syscalls = p->released.load();
     out->exclusive_yields = p->exclusive_yields.load();
     out->late_gates = p->late.load();
+    out->rejoins = p->rejoins.load();
     out->sc_time_ps = uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e12 + 0.5);
 }
 

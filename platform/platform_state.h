@@ -131,6 +131,12 @@ struct weft_platform {
     void (*enter_cpu)(void) = nullptr;
     std::atomic<int> parked_out{0}, fork_waits{0};
     std::atomic<uint64_t> late{0}; // gates passed behind the kernel's time (not replaying)
+    uint64_t stepped = 0;          // the kernel's time in cycles (under mu)
+    // Threads that rejoined the arbiter (rejoin_time_locked), and those of
+    // them that came back later than they left. A gate reads rejoined
+    // before it looks for blockers and again under the lock: one that
+    // rejoined in between may be behind the gate's time.
+    std::atomic<uint64_t> rejoined{0}, rejoins{0};
     uint64_t deadlock_seen = 0;
     // Bumped (and futex-woken) when no thread is left running but some wait
     // in a futex: a deadlock may have formed, and the watchdog looks now.
@@ -173,6 +179,7 @@ struct weft_platform {
     }
     int blocker(int pe, uint64_t t);
     int futex_wake_locked(int waker, uint64_t uaddr, int n, uint64_t cycles);
+    uint64_t rejoin_time_locked(int pe, uint64_t cycles);
 
     // replay.cpp
     bool replaying() const

@@ -54,10 +54,20 @@ static void summary_outcome(weft_trace_summary *sum, uint32_t extra_flags,
          * another's learns why they may differ without reading flags. */
         sum->flags |= WEFT_TRACE_UNORDERED;
         fprintf(stderr,
-                "weft: %" PRIu64 " synchronization point%s passed behind virtual time (a thread "
-                "back from a system call that blocked outside the guest, or a stall escape): "
-                "the trace is flagged unordered and may not repeat byte for byte\n",
+                "weft: %" PRIu64 " synchronization point%s passed behind virtual time (a stall "
+                "escape, or a gate opened for qemu's exclusive section): the trace is flagged "
+                "unordered and may not repeat byte for byte\n",
                 st->late_gates, st->late_gates == 1 ? " was" : "s were");
+    }
+    if (st->rejoins) {
+        sum->flags |= WEFT_TRACE_UNORDERED;
+        fprintf(stderr,
+                "weft: %" PRIu64 " time%s a thread came back from a wait outside the guest (a "
+                "system call that blocked, such as a read of a pipe, or a wait its timeout "
+                "ended) after the others had run on, and resumed at their time, which the "
+                "host's timing decides: the trace is flagged unordered and may not repeat byte "
+                "for byte\n",
+                st->rejoins, st->rejoins == 1 ? "" : "s");
     }
     unsigned long timeouts = atomic_load(&g_plugin.host_timeouts);
     if (timeouts) {
@@ -118,11 +128,12 @@ static void finish_writer(const weft_trace_summary *sum, const weft_platform_sta
         fprintf(stderr,
                 "weft-stats: gates=%" PRIu64 " waits=%" PRIu64 " escapes=%" PRIu64
                 " kernel_steps=%" PRIu64 " transactions=%" PRIu64 " released=%" PRIu64
-                " exclusive_yields=%" PRIu64 " inline_blocks=%" PRIu64 " translated=%" PRIu64
+                " rejoins=%" PRIu64 " late=%" PRIu64 " exclusive_yields=%" PRIu64
+                " inline_blocks=%" PRIu64 " translated=%" PRIu64
                 " sleeps_skipped=%lu random_fills=%lu finish_s=%.3f\n",
                 st->gates, st->gate_waits, st->escapes, st->kernel_steps, st->transactions,
-                st->released_syscalls, st->exclusive_yields, g_plugin.inline_blocks,
-                g_plugin.translated, atomic_load(&g_plugin.sleeps_skipped),
+                st->released_syscalls, st->rejoins, st->late_gates, st->exclusive_yields,
+                g_plugin.inline_blocks, g_plugin.translated, atomic_load(&g_plugin.sleeps_skipped),
                 atomic_load(&g_plugin.random_fills),
                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 }

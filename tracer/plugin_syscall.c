@@ -452,6 +452,24 @@ static int ended_by_timeout(const vcpu_state *v, int64_t num, int64_t ret)
     }
 }
 
+/* Back from a wait the model did not end, at `resume`: past what the others
+ * ran meanwhile (weft_platform_syscall_return). In exact mode it waits
+ * there until every counted thread has reached it, so that everything below
+ * it has run: its sync key (else what they wrote meanwhile, unordered in the
+ * check, would be blamed on their ungated pcs; a gate there cannot order
+ * it, as the writer's gate did not wait for a thread outside the arbiter). */
+static void syscall_rejoined(vcpu_state *v, uint64_t resume)
+{
+    v->offset += resume - v->sys_cycles;
+    if (resume == v->sys_cycles || g_plugin.cfg.settings.mode != WEFT_MODE_EXACT ||
+        g_plugin.sched.policy)
+        return;
+    uint64_t at;
+    if (weft_platform_gate(g_plugin.platform, v->pe, resume, 0, WEFT_SYNC_ACCESS, &at) ==
+        WEFT_GATE_OK)
+        plugin_synced(v, resume);
+}
+
 static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
 {
     /* A sleep made to return at once ended by its (zeroed) timeout, which
@@ -470,9 +488,12 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
     weft_platform_syscall_done(p, v->pe);
     if (v->futex_waiting) {
         uint64_t resume = weft_platform_futex_wait_return(p, v->pe, v->sys_cycles);
-        v->offset += resume - v->sys_cycles;
         uint64_t woke_at;
         int waker = weft_platform_woken_by(p, v->pe, &woke_at);
+        if (waker < 0)
+            syscall_rejoined(v, resume);
+        else
+            v->offset += resume - v->sys_cycles;
         if (waker >= 0 && (woke_at > v->sync_t || (woke_at == v->sync_t && waker > v->sync_pe))) {
             v->sync_t = woke_at; /* everything before the waker's wake had run */
             v->sync_pe = waker;
@@ -482,7 +503,7 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
         if (v->timeout_armed) /* the deadline passed, for whoever reads a clock */
             plugin_clock_passed(v->timeout_at);
     } else if (v->sys_released) {
-        weft_platform_syscall_return(p, v->pe, v->sys_cycles);
+        syscall_rejoined(v, weft_platform_syscall_return(p, v->pe, v->sys_cycles));
         v->sys_released = 0;
     } else if (num == SYS_MMAP && ret > 0 && (ret & 0xfff) == 0) {
         remember_mapping((uint64_t)ret, v->sys_args[1]);

@@ -25,6 +25,10 @@ typedef struct weft_platform_config {
     uint32_t max_pes; /* PE pool size, elaborated up front (SystemC cannot add modules later) */
     uint64_t ps_per_cycle; /* picoseconds per cycle, for the SystemC clock */
     uint32_t stall_ms;     /* give up waiting at a gate after this long without progress */
+    /* Exact mode: plain accesses are ordered too, so a thread back from a
+     * wait the model did not end resumes at the leading thread's time
+     * (weft_platform_syscall_return), not only past the gates passed. */
+    int rejoin_at_lead;
 } weft_platform_config;
 
 void weft_platform_config_default(weft_platform_config *cfg);
@@ -67,7 +71,9 @@ int weft_platform_thread_parent(weft_platform *p, int pe);
 void weft_platform_futex_wait_enter(weft_platform *p, int pe, uint64_t uaddr, uint64_t cycles,
                                     int host_tid, int timed);
 /* The wait returned. Returns the cycles at which the thread resumes:
- * max(its own time, the waker's time) if the model woke it, else its own. */
+ * max(its own time, the waker's time) if the model woke it; else (its
+ * timeout, or a wake the model did not see) the time a released syscall
+ * returns at (weft_platform_syscall_return). */
 uint64_t weft_platform_futex_wait_return(weft_platform *p, int pe, uint64_t cycles);
 /* FUTEX_WAKE of up to n waiters on uaddr at `cycles`; returns how many the
  * model woke (FIFO, like the kernel's queue for equal priorities). */
@@ -109,8 +115,12 @@ weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, u
                                     int kind, uint64_t *resume);
 
 /* A syscall that may block indefinitely (read, wait4, ...): the PE stops
- * being counted until syscall_return. Deterministic only if it returns
- * without blocking; counted in stats as a released syscall. */
+ * being counted until syscall_return. Counted in stats as a released
+ * syscall. Outside a policy the others run on meanwhile, so syscall_return
+ * resumes the PE no earlier than every gate passed (with rejoin_at_lead,
+ * than every counted thread's time): nothing it does next is behind what
+ * already ran. A resume later than `cycles` is counted (stats' rejoins): how
+ * far it moved is the host's timing. */
 void weft_platform_syscall_release(weft_platform *p, int pe, uint64_t cycles);
 uint64_t weft_platform_syscall_return(weft_platform *p, int pe, uint64_t cycles);
 
@@ -275,10 +285,13 @@ typedef struct weft_platform_stats {
     uint64_t exclusive_yields; /* waits left so qemu could run an exclusive section */
     uint64_t sc_time_ps;       /* SystemC time at the last step */
     /* Gates passed at a virtual time the platform had already passed: a
-     * thread back from a syscall that blocked outside the guest (a read),
-     * or from a stall escape. Its events are not in virtual-time order with
-     * everyone else's, and the trace may not repeat byte for byte. */
+     * stall escape, or a gate opened for qemu's exclusive section. Its
+     * events are not in virtual-time order with everyone else's, and the
+     * trace may not repeat byte for byte. */
     uint64_t late_gates;
+    /* Threads back from a wait the model did not end, resumed later than
+     * they left because others ran on meanwhile (see syscall_return). */
+    uint64_t rejoins;
 } weft_platform_stats;
 void weft_platform_get_stats(weft_platform *p, weft_platform_stats *out);
 

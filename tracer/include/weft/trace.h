@@ -177,9 +177,10 @@ typedef struct weft_trace_thread {
 #define WEFT_TRACE_DEADLOCK 0x10u /* no thread could advance while some were blocked */
 #define WEFT_TRACE_STOPPED 0x20u  /* weft stopped the run: trace size limit or disk nearly full */
 #define WEFT_TRACE_LIVELOCK 0x40u /* replay: every runnable thread spun without progress */
-/* Some gate was passed behind virtual time (a thread back from a read that
- * blocked, a stall escape): ordering departed from the ideal platform's, and
- * the same command may not give the same trace byte for byte. */
+/* The host's timing decided part of the order: a gate passed behind virtual
+ * time (a stall escape), a thread that rejoined after a wait outside the
+ * guest (a read that blocked) at the others' time, or a wait its timeout
+ * ended. The same command may not give the same trace byte for byte. */
 #define WEFT_TRACE_UNORDERED 0x80u
 /* The events were not kept, only the header and the footer (whose thread
  * table, makespan and flags are the run's; its counts are zero): a
