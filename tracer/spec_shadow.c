@@ -11,12 +11,20 @@
  * the misses were most of the check's time, while most lines of a program
  * are only ever touched by one thread. So a 64-byte guest line starts in one
  * 64-byte record of its owner, the first thread that touches it: its largest
- * write and read keys and which words it wrote and read. Its accesses meet
- * no other thread's and are not checked. The first access of another thread
- * gives the line its words, those the owner touched seeded with its keys: at
- * least as large as the owner's on that word, so every pair the words would
- * have caught is still caught; a word both threads touched may be blamed
- * where the words alone would not have, one only the line shared is not.
+ * write and read keys and, per word, when it last wrote and read it, in 255
+ * steps from the owner's first access, each step 2^shift cycles (the shift
+ * grows as the line lives on, rounding up). Its accesses meet no other
+ * thread's and are not checked. The first access of another thread gives the
+ * line its words, those the owner touched seeded with the owner's key at the
+ * end of the word's step (or its largest key, if earlier): at least as large
+ * as the owner's on that word, so every pair the words would have caught is
+ * still caught. A word's own time matters: pbzip2's workers store into a
+ * stream object once per input byte, and a malloc of the writer thread read
+ * an allocator header on the same line, which the owner had written long
+ * before; with the line's largest key seeded on every word that read was
+ * blamed on the per-byte store, gated then 16 million times a run. The seed
+ * is late by less than a step, and its pc is the owner's last of the kind
+ * on the line, not necessarily the word's.
  *
  * The owner records its accesses without a locked instruction (about half
  * of the check's time went to that one fetch-or): it says it is busy in its
@@ -61,13 +69,20 @@ typedef struct word {
     entry w2, r1, r2;
 } word;
 
+#define BASE_TIME ((1ull << 56) - 1)
+#define BASE_SHIFT 56
+#define STEPS 255u
+
 typedef struct line {
-    _Atomic uint64_t state;       /* LINE_* with the owner's PE, LOCK_BIT while changed */
-    entry w, r;                   /* the owner's largest write and read keys */
-    _Atomic(word *) words;        /* once shared */
-    _Atomic(spec_cursor *) owner; /* the owner's busy flag */
-    uint8_t wmask, rmask;         /* the words the owner wrote, read */
-    uint8_t pad[6];
+    _Atomic uint64_t state; /* LINE_* with the owner's PE, LOCK_BIT while changed */
+    entry w, r;             /* the owner's largest write and read keys */
+    union {
+        uint64_t base; /* while owned: the owner's first time, and the shift above BASE_SHIFT */
+        word *words;   /* once shared (read after an acquire of a shared state) */
+    };
+    /* Per word, the step of the owner's last write and read: the access was
+     * at most base + (step << shift) - 1; 0: not touched. */
+    uint8_t wstep[WORDS_PER_LINE], rstep[WORDS_PER_LINE];
 } line;
 
 _Static_assert(sizeof(line) == 64, "a line record is one host cache line");
@@ -80,6 +95,9 @@ struct spec_shadow {
     pthread_mutex_t insert_lock;
     _Atomic size_t bytes;
     size_t max_bytes;
+    /* Each PE's cursor, whose busy flag a taker of its lines waits on (the
+     * latest one its PE used, if qemu gave the PE's vCPU to a later thread). */
+    _Atomic(spec_cursor *) owners[SPEC_MAX_PE + 1];
     int fenced; /* membarrier works: owners record without locking */
 };
 
@@ -101,7 +119,8 @@ void spec_shadow_free(spec_shadow *s)
     for (size_t i = 0; i < (1u << TABLE_BITS); i++) {
         line *p = atomic_load(&s->pages[i]);
         for (unsigned l = 0; p && l < LINES_PER_PAGE; l++)
-            free(atomic_load(&p[l].words));
+            if (atomic_load(&p[l].state) & LINE_SHARED)
+                free(p[l].words);
         free(p);
     }
     pthread_mutex_destroy(&s->insert_lock);
@@ -266,23 +285,48 @@ static void check_word(word *w, const spec_access *a, entry me, uint64_t *blame,
     atomic_store_explicit(&w->w1_t, w1.t & ~LOCK_BIT, memory_order_release);
 }
 
-/* The owner's access: its largest key of the kind, and the words it touched. */
+/* The owner's access: its largest key of the kind, and the words' steps. */
 static void owner_add(line *l, const entry *me, int write, uint8_t mask)
 {
     entry *e = write ? &l->w : &l->r;
     if (!valid(e) || entry_lt(e, me))
         *e = *me;
-    if (write)
-        l->wmask |= mask;
-    else
-        l->rmask |= mask;
+    uint64_t base = l->base & BASE_TIME, shift = l->base >> BASE_SHIFT;
+    uint64_t d = me->t > base ? me->t - base : 0; /* a later thread on the PE may be earlier */
+    if (d >> shift >= STEPS) {
+        while (d >> shift >= STEPS) {
+            shift++;
+            for (unsigned i = 0; i < WORDS_PER_LINE; i++) { /* rounding up: still late enough */
+                l->wstep[i] = (uint8_t)((l->wstep[i] + 1) >> 1);
+                l->rstep[i] = (uint8_t)((l->rstep[i] + 1) >> 1);
+            }
+        }
+        l->base = base | shift << BASE_SHIFT;
+    }
+    uint8_t step = (uint8_t)((d >> shift) + 1), *steps = write ? l->wstep : l->rstep;
+    for (unsigned i = 0; i < WORDS_PER_LINE; i++)
+        if ((mask >> i & 1) && steps[i] < step)
+            steps[i] = step;
+}
+
+/* The owner's key on one word, seeded into its first entry: the end of the
+ * word's step, or the owner's largest key of the kind if that is earlier. */
+static entry owner_seed(const line *l, const entry *largest, uint8_t step)
+{
+    entry e = *largest;
+    uint64_t base = l->base & BASE_TIME, shift = l->base >> BASE_SHIFT;
+    uint64_t end = base + ((uint64_t)step << shift) - 1;
+    if (end < e.t)
+        e.t = end;
+    return e;
 }
 
 /* Waits until the owner of a line this thread has locked can no longer be
  * writing its records (see the top of the file). */
-static void owner_quiesce(const spec_shadow *s, const line *l)
+static void owner_quiesce(spec_shadow *s, uint64_t state)
 {
-    spec_cursor *owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
+    spec_cursor *owner =
+        atomic_load_explicit(&s->owners[state & LINE_PE_MASK], memory_order_relaxed);
     if (!s->fenced || !owner)
         return;
     syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
@@ -304,7 +348,7 @@ static word *line_access(spec_shadow *s, spec_cursor *cur, line *l, const entry 
         return atomic_load_explicit(&l->words, memory_order_relaxed);
     /* The owner's cursor too: a PE given to a later thread takes the lock once. */
     if (st == (LINE_OWNED | pe) && s->fenced &&
-        atomic_load_explicit(&l->owner, memory_order_relaxed) == cur) {
+        atomic_load_explicit(&s->owners[pe], memory_order_relaxed) == cur) {
         atomic_store_explicit(&cur->busy, 1, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst); /* the taker's membarrier orders the rest */
         int mine = atomic_load_explicit(&l->state, memory_order_relaxed) == st;
@@ -315,32 +359,37 @@ static word *line_access(spec_shadow *s, spec_cursor *cur, line *l, const entry 
             return NULL;
     }
     st = lock_bits(&l->state);
-    word *w = atomic_load_explicit(&l->words, memory_order_relaxed);
     if (st & LINE_SHARED) {
+        word *w = l->words;
         atomic_store_explicit(&l->state, st, memory_order_release);
         return w;
     }
     if (!(st & LINE_OWNED) || (st & LINE_PE_MASK) == pe) {
-        atomic_store_explicit(&l->owner, cur, memory_order_relaxed);
+        if (atomic_load_explicit(&s->owners[pe], memory_order_relaxed) != cur)
+            atomic_store_explicit(&s->owners[pe], cur, memory_order_relaxed);
+        if (!(st & LINE_OWNED))
+            l->base = me->t;
         owner_add(l, me, write, mask);
         atomic_store_explicit(&l->state, LINE_OWNED | pe, memory_order_release);
         return NULL;
     }
-    if (!(w = budget_alloc(s, WORDS_PER_LINE * sizeof(word)))) {
+    word *w = budget_alloc(s, WORDS_PER_LINE * sizeof(word));
+    if (!w) {
         atomic_store_explicit(&l->state, st, memory_order_release);
         *full = 1;
         return NULL;
     }
-    owner_quiesce(s, l);
+    owner_quiesce(s, st);
     for (unsigned i = 0; i < WORDS_PER_LINE; i++) { /* the rest stays empty */
-        if (l->wmask >> i & 1) {
-            atomic_init(&w[i].w1_t, l->w.t);
-            w[i].w1_pcpe = l->w.pcpe;
+        if (l->wstep[i]) {
+            entry e = owner_seed(l, &l->w, l->wstep[i]);
+            atomic_init(&w[i].w1_t, e.t);
+            w[i].w1_pcpe = e.pcpe;
         }
-        if (l->rmask >> i & 1)
-            w[i].r1 = l->r;
+        if (l->rstep[i])
+            w[i].r1 = owner_seed(l, &l->r, l->rstep[i]);
     }
-    atomic_store_explicit(&l->words, w, memory_order_relaxed);
+    l->words = w;
     atomic_store_explicit(&l->state, LINE_SHARED, memory_order_release);
     return w;
 }

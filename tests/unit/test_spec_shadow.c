@@ -172,7 +172,7 @@ static void test_own_largest_key_does_not_hide_others(void **state)
 }
 
 /* A line one thread owns keeps that thread's largest keys, not its latest:
- * they stand for every word of the line once another thread comes. */
+ * a word's seed is never later than them, never earlier than its access. */
 static void test_owner_keeps_its_largest_key(void **state)
 {
     fixture *f = *state;
@@ -184,8 +184,8 @@ static void test_owner_keeps_its_largest_key(void **state)
 }
 
 /* A second thread on a line: words the owner never touched start empty (no
- * blame for sharing only the line), words it touched carry its largest key
- * on the whole line, which may blame a pair the words alone would not. */
+ * blame for sharing only the line), words it touched carry the owner's time
+ * on that word, not its largest on the line. */
 static void test_line_taken_over(void **state)
 {
     fixture *f = *state;
@@ -193,8 +193,11 @@ static void test_line_taken_over(void **state)
     assert_int_equal(access_(f, 0, W, X_, 100, 0x400, 0, NO_SYNC, NULL), 0);
     assert_int_equal(access_(f, 0, W, X_ + 8, 300, 0x404, 0, NO_SYNC, NULL), 0);
     assert_int_equal(access_(f, 1, W, X_ + 16, 200, 0x500, 150, 1, NULL), 0);
-    /* X_'s write was at 100, below the sync key; the line's largest is 300. */
-    spec_access a = {.addr = X_,
+    /* X_'s write was at 100, below the sync key, though the line's largest
+     * is 300: ordered. */
+    assert_int_equal(access_(f, 1, R, X_, 250, 0x504, 150, 1, NULL), 0);
+    /* X_ + 8's at 300 is later and already done. */
+    spec_access a = {.addr = X_ + 8,
                      .size = 8,
                      .write = 0,
                      .t = 250,
@@ -208,9 +211,9 @@ static void test_line_taken_over(void **state)
     /* Synced past the owner's write at 300: ordered. */
     assert_int_equal(access_(f, 1, R, X_, 400, 0x504, 350, 1, NULL), 0);
     /* The owner's word next to T1's is its own. */
-    assert_int_equal(access_(f, 0, W, X_ + 8, 500, 0x404, 0, NO_SYNC, NULL), 0);
+    assert_int_equal(access_(f, 0, W, X_ + 24, 500, 0x404, 0, NO_SYNC, NULL), 0);
     /* An access over both of them meets T1's write. */
-    spec_access both = {.addr = X_ + 8,
+    spec_access both = {.addr = X_ + 16,
                         .size = 16,
                         .write = 0,
                         .t = 600,
@@ -220,6 +223,27 @@ static void test_line_taken_over(void **state)
                         .sync_pe = NO_SYNC};
     assert_int_equal(spec_shadow_check(f->s, &f->cur[0], &both, b), 1);
     assert_int_equal(b[0], 0x408);
+}
+
+/* A line that lives long keeps its words' times in coarser steps, rounded
+ * up: a seed is late by less than a step, never early. */
+static void test_line_steps_round_up(void **state)
+{
+    fixture *f = *state;
+    uint64_t pc = 0;
+    assert_int_equal(access_(f, 0, W, X_, 100, 0x400, 0, NO_SYNC, NULL), 0);
+    assert_int_equal(access_(f, 0, W, X_ + 8, 1000, 0x404, 0, NO_SYNC, NULL), 0);
+    /* 10^9 cycles after the first access: 255 steps of 2^22 cycles. */
+    assert_int_equal(access_(f, 0, W, X_ + 16, 100 + 1000000000, 0x408, 0, NO_SYNC, NULL), 0);
+    uint64_t step = 1u << 22;
+    /* X_ + 8 was written at 1000, in the first step: seeded at its end. */
+    assert_int_equal(access_(f, 1, R, X_ + 8, 2 * step, 0x500, 100 + step - 2, 1, &pc), 1);
+    assert_int_equal(pc, 0x500);
+    assert_int_equal(access_(f, 1, R, X_ + 8, 2 * step, 0x504, 100 + step, 1, NULL), 0);
+    /* X_ (at 100) too, though its first step was 1 cycle long. */
+    assert_int_equal(access_(f, 1, R, X_, 2 * step, 0x508, 100 + step, 1, NULL), 0);
+    assert_int_equal(access_(f, 2, R, X_, 2 * step, 0x600, 100 + step - 2, 1, &pc), 1);
+    assert_int_equal(pc, 0x600);
 }
 
 static void test_access_spanning_a_page_checks_both_words(void **state)
@@ -419,6 +443,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_equal_times_break_ties_by_pe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_own_largest_key_does_not_hide_others, setup, teardown),
         cmocka_unit_test_setup_teardown(test_owner_keeps_its_largest_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_line_steps_round_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_line_taken_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_access_spanning_a_page_checks_both_words, setup,
                                         teardown),
