@@ -286,27 +286,34 @@ static void check_word(word *w, const spec_access *a, entry me, uint64_t *blame,
 }
 
 /* The owner's access: its largest key of the kind, and the words' steps. */
-static void owner_add(line *l, const entry *me, int write, uint8_t mask)
+static __attribute__((noinline, cold)) uint64_t coarser_steps(line *l, uint64_t d, uint64_t shift)
+{
+    while (d >> shift >= STEPS) {
+        shift++;
+        for (unsigned i = 0; i < WORDS_PER_LINE; i++) { /* rounding up: still late enough */
+            l->wstep[i] = (uint8_t)((l->wstep[i] + 1) >> 1);
+            l->rstep[i] = (uint8_t)((l->rstep[i] + 1) >> 1);
+        }
+    }
+    l->base = (l->base & BASE_TIME) | shift << BASE_SHIFT;
+    return shift;
+}
+
+static inline void owner_add(line *l, const entry *me, int write, uint8_t mask)
 {
     entry *e = write ? &l->w : &l->r;
     if (!valid(e) || entry_lt(e, me))
         *e = *me;
     uint64_t base = l->base & BASE_TIME, shift = l->base >> BASE_SHIFT;
     uint64_t d = me->t > base ? me->t - base : 0; /* a later thread on the PE may be earlier */
-    if (d >> shift >= STEPS) {
-        while (d >> shift >= STEPS) {
-            shift++;
-            for (unsigned i = 0; i < WORDS_PER_LINE; i++) { /* rounding up: still late enough */
-                l->wstep[i] = (uint8_t)((l->wstep[i] + 1) >> 1);
-                l->rstep[i] = (uint8_t)((l->rstep[i] + 1) >> 1);
-            }
-        }
-        l->base = base | shift << BASE_SHIFT;
-    }
+    if (__builtin_expect(d >> shift >= STEPS, 0))
+        shift = coarser_steps(l, d, shift);
     uint8_t step = (uint8_t)((d >> shift) + 1), *steps = write ? l->wstep : l->rstep;
-    for (unsigned i = 0; i < WORDS_PER_LINE; i++)
-        if ((mask >> i & 1) && steps[i] < step)
+    for (unsigned m = mask; m; m &= m - 1) { /* nearly always one word */
+        unsigned i = (unsigned)__builtin_ctz(m);
+        if (steps[i] < step)
             steps[i] = step;
+    }
 }
 
 /* The owner's key on one word, seeded into its first entry: the end of the

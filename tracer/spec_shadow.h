@@ -31,8 +31,9 @@
 typedef struct spec_shadow spec_shadow;
 
 /* One thread's last looked-up page (a lookup cache) and its busy flag;
- * zero-initialize. The lines a thread owns remember its cursor: it must stay
- * allocated until spec_shadow_free, and be given by one thread at a time. */
+ * zero-initialize. The shadow remembers each PE's latest cursor, which takers
+ * of its lines wait on: it must stay allocated until spec_shadow_free, and be
+ * given by one thread at a time. */
 typedef struct spec_cursor {
     uint64_t page;
     void *chunk;
