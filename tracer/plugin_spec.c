@@ -235,7 +235,7 @@ void spec_on_access(vcpu_state *v, uint64_t pc, int gated, uint64_t addr, unsign
     /* Once the process exits nothing is gated in either mode: not checked. */
     if (atomic_load_explicit(&s->abandoned, memory_order_relaxed) ||
         cycles > atomic_load_explicit(&g_plugin.exit_cycles, memory_order_relaxed) ||
-        weft_platform_is_exiting(g_plugin.platform))
+        atomic_load_explicit((const _Atomic int *)v->fast.exiting, memory_order_relaxed))
         return;
     /* Another thread's stack: its SP accesses are not checked, so this one
      * needs a gate, unless the owner's exit is ordered before it. */
