@@ -43,21 +43,17 @@ void weft_platform::step_kernel_to(uint64_t cycles)
 // A thread back from a wait the model did not end (a released syscall, a
 // futex wait its timeout ended): the others ran on meanwhile, and resuming
 // at its own time would put what it does next behind what they did (the
-// hole the late gates counted). It resumes past every gate passed, and in
-// exact mode past every counted thread's time, as if the outside world had
-// kept it that long. Not under a policy: the schedule orders the threads.
-uint64_t weft_platform::rejoin_time_locked(int pe, uint64_t cycles)
+// hole the late gates counted). It resumes past every gate passed, as if
+// the outside world had kept it that long. (Past every counted thread's
+// time as well, in exact mode, made pbzip2 and xz slower and blamed more:
+// the rejoiner then waited for the slowest thread to reach the leader.)
+// Not under a policy: the schedule orders the threads.
+uint64_t weft_platform::rejoin_time_locked(uint64_t cycles)
 {
     if (policy)
         return cycles;
     rejoined++;
     uint64_t r = std::max(cycles, stepped);
-    if (cfg.rejoin_at_lead) {
-        uint32_t n = count.load();
-        for (uint32_t q = 0; q < n; q++)
-            if (int(q) != pe && counted(slots[q].state.load()))
-                r = std::max(r, slots[q].bound.load());
-    }
     if (r > cycles)
         rejoins++;
     return r;
@@ -122,7 +118,6 @@ void weft_platform_config_default(weft_platform_config *cfg)
     cfg->max_pes = 512;
     cfg->ps_per_cycle = 1000;
     cfg->stall_ms = 2000;
-    cfg->rejoin_at_lead = 0;
 }
 
 weft_platform *weft_platform_create(const weft_platform_config *cfg, char *err, size_t errlen)
@@ -270,7 +265,7 @@ uint64_t weft_platform_futex_wait_return(weft_platform *p, int pe, uint64_t cycl
         // Still FUTEX_ENTERING, it stayed counted (it never slept, or was
         // not yet seen asleep): nobody passed it.
         resume = s.woken                           ? std::max(cycles, s.woken_at)
-                 : s.state.load() == weft::BLOCKED ? p->rejoin_time_locked(pe, cycles)
+                 : s.state.load() == weft::BLOCKED ? p->rejoin_time_locked(cycles)
                                                    : cycles;
         if (!s.woken)
             s.waker = -1;
@@ -426,7 +421,7 @@ uint64_t weft_platform_syscall_return(weft_platform *p, int pe, uint64_t cycles)
 {
     {
         std::lock_guard<std::mutex> g(p->mu);
-        cycles = p->rejoin_time_locked(pe, cycles);
+        cycles = p->rejoin_time_locked(cycles);
         p->slots[pe].bound.store(cycles);
         p->policy_state_changed_locked(pe, RUNNING);
     }

@@ -469,7 +469,6 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     pc.max_pes = g_plugin.cfg.max_pes;
     pc.ps_per_cycle = g_plugin.cfg.settings.ps_per_cycle;
     pc.stall_ms = g_plugin.cfg.stall_ms;
-    pc.rejoin_at_lead = g_plugin.cfg.settings.mode == WEFT_MODE_EXACT;
     char err[512];
     /* SystemC prints a banner on stdout, which is the guest's. */
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);

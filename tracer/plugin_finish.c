@@ -49,6 +49,14 @@ static void summary_outcome(weft_trace_summary *sum, uint32_t extra_flags,
     if (!atomic_load(&g_plugin.exit_group_seen) && !(extra_flags & WEFT_TRACE_DEADLOCK))
         sum->flags |= WEFT_TRACE_CRASHED; /* qemu exits without exit_group only on a fatal signal */
     sum->stall_escapes = st->escapes;
+    if (st->escapes) {
+        /* The escaped thread ran on before one that was behind it. */
+        sum->flags |= WEFT_TRACE_UNORDERED;
+        fprintf(stderr,
+                "weft: %" PRIu64 " gate%s gave up waiting after --stall ms for a thread held up "
+                "outside weft: the trace is flagged unordered and may not repeat byte for byte\n",
+                st->escapes, st->escapes == 1 ? "" : "s");
+    }
     if (st->late_gates) {
         /* Said as well as flagged: whoever compares this run's trace with
          * another's learns why they may differ without reading flags. */

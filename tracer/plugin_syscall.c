@@ -395,7 +395,13 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         /* The thread cannot progress by itself: a policy may demote it
          * (NeedlePoint's starvation rule). */
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
-        if (!pause) /* told before the gate */
+        if (sleep && !g_plugin.sched.policy) {
+            /* A real sleep waits on the host's clock: counted, it held up
+             * every other thread's gates (a thread asleep for an hour as
+             * main returned made weft trace wait for 23 stall escapes). */
+            weft_platform_syscall_release(p, v->pe, v->sys_cycles);
+            v->sys_released = 1;
+        } else if (!pause) /* told before the gate */
             weft_platform_yield(p, v->pe);
         else if (sleep) /* clock_nanosleep with TIMER_ABSTIME (1): until a time on its clock */
             plugin_sleep_skip(v, req,
@@ -452,12 +458,11 @@ static int ended_by_timeout(const vcpu_state *v, int64_t num, int64_t ret)
     }
 }
 
-/* Back from a wait the model did not end, at `resume`: past what the others
- * ran meanwhile (weft_platform_syscall_return). In exact mode it waits
- * there until every counted thread has reached it, so that everything below
- * it has run: its sync key (else what they wrote meanwhile, unordered in the
- * check, would be blamed on their ungated pcs; a gate there cannot order
- * it, as the writer's gate did not wait for a thread outside the arbiter). */
+/* Back from a wait the model did not end, at `resume`: past every gate the
+ * others passed meanwhile (weft_platform_syscall_return). In exact mode it
+ * passes a gate there, so that everything below it has run: its sync key
+ * (else what the others did meanwhile would stay unordered with what it
+ * does next, and be blamed). */
 static void syscall_rejoined(vcpu_state *v, uint64_t resume)
 {
     v->offset += resume - v->sys_cycles;

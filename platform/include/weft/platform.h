@@ -25,10 +25,6 @@ typedef struct weft_platform_config {
     uint32_t max_pes; /* PE pool size, elaborated up front (SystemC cannot add modules later) */
     uint64_t ps_per_cycle; /* picoseconds per cycle, for the SystemC clock */
     uint32_t stall_ms;     /* give up waiting at a gate after this long without progress */
-    /* Exact mode: plain accesses are ordered too, so a thread back from a
-     * wait the model did not end resumes at the leading thread's time
-     * (weft_platform_syscall_return), not only past the gates passed. */
-    int rejoin_at_lead;
 } weft_platform_config;
 
 void weft_platform_config_default(weft_platform_config *cfg);
@@ -117,10 +113,9 @@ weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, u
 /* A syscall that may block indefinitely (read, wait4, ...): the PE stops
  * being counted until syscall_return. Counted in stats as a released
  * syscall. Outside a policy the others run on meanwhile, so syscall_return
- * resumes the PE no earlier than every gate passed (with rejoin_at_lead,
- * than every counted thread's time): nothing it does next is behind what
- * already ran. A resume later than `cycles` is counted (stats' rejoins): how
- * far it moved is the host's timing. */
+ * resumes the PE no earlier than every gate passed: no point it passes next
+ * is behind one already passed. A resume later than `cycles` is counted
+ * (stats' rejoins): how far it moved is the host's timing. */
 void weft_platform_syscall_release(weft_platform *p, int pe, uint64_t cycles);
 uint64_t weft_platform_syscall_return(weft_platform *p, int pe, uint64_t cycles);
 
