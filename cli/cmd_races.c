@@ -125,12 +125,13 @@ static int run_races(int argc, char **argv)
     cfg.start_code = m->start_code;
     cfg.objects = m->objects;
     cfg.nobjects = m->nobjects;
+    if (binary)
+        syms = weft_symbols_open_run(binary, m, err, sizeof err);
+    weft_races_config_library(&cfg, syms);
     if (!(d = weft_races_create(&cfg, err, sizeof err))) {
         cli_error("%s", err);
         goto out;
     }
-    if (binary)
-        syms = weft_symbols_open_run(binary, m, err, sizeof err);
     if (weft_races_analyze(d, t, err, sizeof err) != 0) {
         cli_error("%s", err);
         goto out;

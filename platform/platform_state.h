@@ -151,6 +151,11 @@ struct weft_platform {
     bool parallel_set = false;   // ppct: run the allowed set in virtual-time order
     bool host_parallel = false;  // ppct: run the allowed set at once, token per slot
     std::atomic<int> holder{-1}; // PE allowed to run; -1 while deciding
+    // The latest time a token holder reached at a gate or a change of state:
+    // a thread the policy held back resumes no earlier (reschedule_locked),
+    // or its events would be stamped before what the holder did first, and
+    // a trace's order (time, thread, seq) would not be the order things ran
+    // in (weft races then saw a lock taken while its holder still had it).
     uint64_t last_step_cycles = 0;
     std::atomic<uint64_t> handoffs{0}; // read at every access by the spin watch: no lock
     // A fork server's prefix: every policy call, up to journal_cap of them.
@@ -179,7 +184,7 @@ struct weft_platform {
     }
     int blocker(int pe, uint64_t t);
     int futex_wake_locked(int waker, uint64_t uaddr, int n, uint64_t cycles);
-    uint64_t rejoin_time_locked(int pe, uint64_t cycles);
+    uint64_t rejoin_time_locked(uint64_t cycles);
 
     // replay.cpp
     bool replaying() const

@@ -109,6 +109,8 @@ void weft_platform::policy_state_changed_locked(int pe, int st)
         note_maybe_idle_locked();
     if (!policy || old == st)
         return;
+    if (has_token(pe)) // it may be handing the token over: see last_step_cycles
+        last_step_cycles = std::max(last_step_cycles, slots[pe].bound.load());
     switch (st) {
     case BLOCKED:
         // A timeout the schedule decides: the waiter stays enabled, as a
@@ -405,6 +407,7 @@ weft_gate_result weft_platform::policy_gate(int pe, uint64_t cycles, bool point,
         progress++; // a step is progress: waiters must not take it for a stall
         if (has_token(pe) && !point) {
             // Not a schedule point: the holder goes on without a decision.
+            last_step_cycles = std::max(last_step_cycles, cycles);
             if (!slots[pe].granted.load()) {
                 *resume = cycles;
                 return WEFT_GATE_OK;

@@ -15,6 +15,17 @@ weft_races_config weft_races_config_default(void)
     return c;
 }
 
+static int libc_sync(void *syms, uint64_t pc)
+{
+    return weft_symbols_in_libc_sync(syms, pc);
+}
+
+void weft_races_config_library(weft_races_config *c, weft_symbols *syms)
+{
+    c->library_relaxed = syms ? libc_sync : NULL;
+    c->library_ctx = syms;
+}
+
 weft_races *weft_races_create(const weft_races_config *cfg, char *err, size_t errlen)
 {
     weft_races *d = calloc(1, sizeof *d);
@@ -34,7 +45,8 @@ weft_races *weft_races_create(const weft_races_config *cfg, char *err, size_t er
         d->cfg.classify_ctx = d->code;
     }
     if (shadow_init(&d->sh) != 0 || rmap_init(&d->sync_index, 64) != 0 ||
-        rmap_init(&d->insn_cache, 256) != 0 || pairs_init(&d->pairs) != 0) {
+        rmap_init(&d->insn_cache, 256) != 0 || rmap_init(&d->lib_cache, 256) != 0 ||
+        pairs_init(&d->pairs) != 0) {
         weft_races_free(d);
         races_fail(err, errlen, "out of memory");
         return NULL;
@@ -57,6 +69,7 @@ void weft_races_free(weft_races *d)
     shadow_free(&d->sh);
     rmap_free(&d->sync_index);
     rmap_free(&d->insn_cache);
+    rmap_free(&d->lib_cache);
     pairs_free(&d->pairs);
     free(d->races);
     free(d->pcs);
@@ -304,6 +317,14 @@ static void access_semantics(weft_races *d, const weft_event *ev, cur_access *cu
     } else if (flagged) {
         cur->a.atomic = 1;
         *acq = *rel = 1;
+    } else if (d->cfg.library_relaxed) {
+        size_t h = rmap_slot(&d->lib_cache, ev->pc);
+        uint32_t v = d->lib_cache.vals[h];
+        if (!v) {
+            v = 1 + (d->cfg.library_relaxed(d->cfg.library_ctx, ev->pc) != 0);
+            rmap_put(&d->lib_cache, ev->pc, v); /* a failed insert only costs a lookup later */
+        }
+        cur->a.atomic = v == 2;
     }
 }
 

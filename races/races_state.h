@@ -208,6 +208,7 @@ struct weft_races {
     vclock *syncs;   /* the release clock of each such address */
     size_t nsyncs, cap_syncs;
     rmap insn_cache; /* pc -> classification + 1 */
+    rmap lib_cache;  /* pc -> 1 + library_relaxed(pc) */
     pair_table pairs;
     race_entry *races;
     size_t nraces, cap_races;

@@ -214,6 +214,7 @@ static int find_races(weft_trace *t, replay_explanation *x, char *err, size_t er
     cfg.start_code = weft_trace_get_meta(t)->start_code;
     cfg.objects = weft_trace_get_meta(t)->objects;
     cfg.nobjects = weft_trace_get_meta(t)->nobjects;
+    weft_races_config_library(&cfg, x->syms);
     weft_races *d = weft_races_create(&cfg, err, errlen);
     if (!d)
         return -1;

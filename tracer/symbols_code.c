@@ -77,6 +77,38 @@ static const struct sync_function {
 };
 #define NSYNC (sizeof sync_functions / sizeof *sync_functions)
 
+/* The C library's own synchronization and allocator, by function name
+ * (glibc 2.36, static or the shared object's exported names): a condition
+ * variable's sequence counters, a rwlock's reader count, an arena's flags
+ * are read and written with atomic_load_relaxed / atomic_store_relaxed,
+ * which are plain LDR and STR on AArch64. */
+static int libc_sync_name(const char *f)
+{
+    static const char *const prefixes[] = {
+        "pthread_",      "__pthread_",  "___pthread_",   "__GI___pthread_", "__nptl_",
+        "sem_",          "__new_sem",   "__old_sem",     "__sem_",          "__lll_",
+        "__condvar_",    "__futex",     "futex_",        "__libc_lock",     "__libc_rwlock",
+        "mtx_",          "cnd_",        "call_once",     "__call_once",     "_int_",
+        "__libc_malloc", "__libc_free", "__libc_calloc", "__libc_realloc",  "__libc_memalign",
+        "__malloc_",     "malloc_",     "arena_",        "tcache_",         "__cxa_guard_"};
+    static const char *const names[] = {"malloc",        "free",           "calloc",     "realloc",
+                                        "sysmalloc",     "start_thread",   "__free_tcb", "memalign",
+                                        "aligned_alloc", "posix_memalign", "valloc",     "pvalloc"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (!strncmp(f, prefixes[i], strlen(prefixes[i])))
+            return 1;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(f, names[i]))
+            return 1;
+    return 0;
+}
+
+int weft_symbols_in_libc_sync(weft_symbols *s, uint64_t pc)
+{
+    const char *f = NULL;
+    return weft_symbols_pc(s, pc, &f, NULL, NULL) == 0 && f && libc_sync_name(f);
+}
+
 static const char *shown(const struct sync_function *f)
 {
     return f->shown ? f->shown : f->symbol;

@@ -2,5 +2,6 @@
 # source lines and the race-free ones get none; options, output and errors.
 weft_e2e_test(e2e_races_fixtures races_fixtures.sh)
 weft_e2e_test(e2e_races_cli races_cli.sh)
+weft_e2e_test(e2e_races_libc races_libc.sh)
 # Races drive the other tools: --points races, optimize --from-races.
 weft_e2e_test(e2e_races_drive races_drive.sh)

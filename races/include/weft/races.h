@@ -60,6 +60,13 @@ typedef struct weft_races_config {
     uint32_t nobjects;
     weft_races_classify_fn classify;
     void *classify_ctx;
+    /* Is a plain access at pc the C library's own relaxed atomic (its
+     * threads', locks' and allocator's code: weft_symbols_in_libc_sync)?
+     * Then it neither races with other atomics nor synchronizes; a plain
+     * access of the program to the same bytes still races with it. NULL:
+     * none is. */
+    int (*library_relaxed)(void *ctx, uint64_t pc);
+    void *library_ctx;
     /* glibc's join: an acquire access within this many bytes of where a
      * thread's creator last wrote before the clone (the new thread's
      * descriptor) observes that thread's exit, once it has exited. */
@@ -68,6 +75,9 @@ typedef struct weft_races_config {
 
 /* atomic_locations 1, no binary, no classifier, join_window 4096. */
 weft_races_config weft_races_config_default(void);
+/* library_relaxed from the run's symbols (weft_symbols_in_libc_sync); syms
+ * must outlive the analysis. NULL: none. */
+void weft_races_config_library(weft_races_config *c, weft_symbols *syms);
 
 /* One side of a race: an access as traced. */
 typedef struct weft_race_access {

@@ -490,6 +490,10 @@ const char *weft_elf_machine_name(unsigned machine);
 int weft_elf_build_id(const char *elf_path, uint8_t *out, size_t outlen);
 /* A function by name: its entry address and size. 0 if found, -1 if not. */
 int weft_symbols_function(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size);
+/* Is pc in the C library's threads, locks, condition variables, semaphores
+ * or allocator (by its function's name: pthread_*, sem_*, malloc's)? Their
+ * relaxed atomics compile to plain loads and stores (symbols_code.c). */
+int weft_symbols_in_libc_sync(weft_symbols *s, uint64_t pc);
 void weft_symbols_close(weft_symbols *s);
 
 /* The program's own code and its calls into the C library's
