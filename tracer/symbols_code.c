@@ -78,7 +78,8 @@ static const struct sync_function {
 #define NSYNC (sizeof sync_functions / sizeof *sync_functions)
 
 /* The C library's own synchronization and allocator, by function name
- * (glibc 2.36, static or the shared object's exported names): a condition
+ * (glibc 2.36, static or the shared object's exported names), and the
+ * OpenMP runtime's (libgomp: its team and task bookkeeping): a condition
  * variable's sequence counters, a rwlock's reader count, an arena's flags
  * are read and written with atomic_load_relaxed / atomic_store_relaxed,
  * which are plain LDR and STR on AArch64. */
@@ -90,7 +91,8 @@ static int libc_sync_name(const char *f)
         "__condvar_",    "__futex",     "futex_",        "__libc_lock",     "__libc_rwlock",
         "mtx_",          "cnd_",        "call_once",     "__call_once",     "_int_",
         "__libc_malloc", "__libc_free", "__libc_calloc", "__libc_realloc",  "__libc_memalign",
-        "__malloc_",     "malloc_",     "arena_",        "tcache_",         "__cxa_guard_"};
+        "__malloc_",     "malloc_",     "arena_",        "tcache_",         "__cxa_guard_",
+        "gomp_",         "GOMP_"};
     static const char *const names[] = {"malloc",        "free",           "calloc",     "realloc",
                                         "sysmalloc",     "start_thread",   "__free_tcb", "memalign",
                                         "aligned_alloc", "posix_memalign", "valloc",     "pvalloc"};

@@ -4,7 +4,8 @@
 # which weft races took for racing plain accesses in every correct program
 # that waits on a condition (exit 10). Accesses in the C library's threads,
 # locks and allocator code count as relaxed atomics; the program's own
-# unprotected counter next to them is still a race.
+# unprotected counter next to them is still a race. The OpenMP runtime's
+# bookkeeping likewise.
 source "$(dirname "$0")/lib.sh"
 cat >"$work/queue.c" <<'C'
 #include <pthread.h>
@@ -96,6 +97,32 @@ for s in 1 2 3 4; do
   check "replayed seed $s: passes, no race in its run ($(grep -o 'races in this run.*' "$work/replay$s.out"))" \
     bash -c "grep -q '^verdict: pass' '$work/replay$s.out' && grep -q 'races in this run (.*): 0' '$work/replay$s.out'"
 done
+# The OpenMP runtime's team bookkeeping (gomp_thread_start against
+# gomp_init_task) is its business too.
+cat >"$work/omp.c" <<'C'
+#include <stdio.h>
+int main(void)
+{
+    long sum = 0, n = 0;
+#pragma omp parallel for num_threads(3) reduction(+ : sum)
+    for (int i = 1; i <= 300; i++)
+        sum += i;
+#pragma omp parallel for num_threads(3) reduction(+ : n) /* the team again */
+    for (int i = 0; i < 30; i++)
+        n++;
+    printf("%ld\n", sum + n);
+    return 0;
+}
+C
+if aarch64-linux-gnu-gcc -static -fopenmp -O1 -g -o "$work/omp" "$work/omp.c"; then
+  "$WEFT" trace -q -o "$work/omp.wtr" -- "$work/omp" >"$work/omp.out"
+  check "OpenMP: the sum" grep -qx 45180 "$work/omp.out"
+  run_status st "$WEFT" races "$work/omp.wtr" >"$work/omp.races"
+  check "OpenMP: no race in a reduction (exit $st; $(grep -c '^race' "$work/omp.races") found)" \
+    test "$st" = 0
+else
+  fail "the cross compiler failed on -fopenmp"
+fi
 "$WEFT" trace -q -o "$work/racy.wtr" -- "$work/queue-racy" >/dev/null
 run_status st "$WEFT" races --json -o "$work/racy.json" "$work/racy.wtr"
 check "the racy twin: races found (exit $st)" test "$st" = 10

@@ -491,8 +491,9 @@ int weft_elf_build_id(const char *elf_path, uint8_t *out, size_t outlen);
 /* A function by name: its entry address and size. 0 if found, -1 if not. */
 int weft_symbols_function(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size);
 /* Is pc in the C library's threads, locks, condition variables, semaphores
- * or allocator (by its function's name: pthread_*, sem_*, malloc's)? Their
- * relaxed atomics compile to plain loads and stores (symbols_code.c). */
+ * or allocator, or the OpenMP runtime (by its function's name: pthread_*,
+ * sem_*, malloc's, gomp_*)? Their relaxed atomics compile to plain loads and
+ * stores (symbols_code.c). */
 int weft_symbols_in_libc_sync(weft_symbols *s, uint64_t pc);
 void weft_symbols_close(weft_symbols *s);
 
