@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "plugin_replay.h"
+#include "quiet_thread.h"
 
 /* One vCPU's part at the end: its buffered events go to the writer, and a
  * thread still running at exit_group ends where the process did. */
@@ -271,6 +272,6 @@ static void *watchdog(void *arg)
 void plugin_start_watchdog(void)
 {
     pthread_t wd;
-    if (pthread_create(&wd, NULL, watchdog, NULL) == 0)
+    if (quiet_thread_create(&wd, watchdog, NULL) == 0)
         pthread_detach(wd);
 }

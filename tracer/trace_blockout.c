@@ -8,6 +8,7 @@
  * gone by then and its cores are idle. If the thread cannot be started the
  * merge encodes each block itself; the bytes are the same either way. */
 #include "trace_finish.h"
+#include "quiet_thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -94,12 +95,7 @@ int block_out_start(block_out *b, trc_out *o, uint32_t nthreads)
         pthread_mutex_destroy(&b->lock);
         return 0;
     }
-    /* Signals stay with the caller's threads (qemu's, in the plugin). */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    b->threaded = pthread_create(&b->thread, NULL, encoder_main, b) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    b->threaded = quiet_thread_create(&b->thread, encoder_main, b) == 0;
     if (!b->threaded) {
         pthread_cond_destroy(&b->wake_encoder);
         pthread_cond_destroy(&b->wake_merge);

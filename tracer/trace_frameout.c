@@ -10,6 +10,7 @@
  * which frame, nor on whether any helper started (the caller then encodes
  * each frame itself). The guest is gone by then and its cores are idle. */
 #include "trace_finish.h"
+#include "quiet_thread.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -129,23 +130,18 @@ int frame_out_start(frame_out *f, trc_out *o, uint32_t nthreads, int level, bool
         pthread_mutex_destroy(&f->lock);
         return 0;
     }
-    /* Signals stay with the caller's threads (qemu's, in the plugin). */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     for (uint32_t i = 0; i < FRAME_ENCODERS; i++) {
         if (i > 0 && encoder_init(&f->enc[i], f, nthreads, level) < 0) {
             encoder_free(&f->enc[i]);
             break;
         }
-        if (pthread_create(&f->enc[i].thread, NULL, encoder_main, &f->enc[i]) != 0) {
+        if (quiet_thread_create(&f->enc[i].thread, encoder_main, &f->enc[i]) != 0) {
             if (i > 0)
                 encoder_free(&f->enc[i]);
             break;
         }
         f->nenc++;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!f->nenc) {
         pthread_cond_destroy(&f->wake_enc);
         pthread_cond_destroy(&f->wake_main);

@@ -6,6 +6,7 @@
  * Memory is O(threads x chunk) for the cursors, plus one frame's records
  * per slot of the frame output; the merge holds one block. */
 #include "trace_finish.h"
+#include "quiet_thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -405,12 +406,7 @@ static int count_threads(trc_merge *m)
     pthread_t helper;
     bool helped = false;
     if (ix->nthreads > 1 && events >= COUNT_HELPER_EVENTS) {
-        /* Signals stay with the caller's threads (qemu's, in the plugin). */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        helped = pthread_create(&helper, NULL, count_main, &b) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        helped = quiet_thread_create(&helper, count_main, &b) == 0;
     }
     count_main(&a);
     if (helped) {
