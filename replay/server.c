@@ -70,7 +70,7 @@ static void say_off(replay_pool *p, const replay_config *c, const char *why)
  * background process group cannot read anyway, a qemu of its own being one
  * too) has no offset to share; a pipe's or a socket's data would go to
  * whichever child reads first, the prefix's reads made once for all. */
-static const char *stdin_unsuitable(void)
+const char *replay_stdin_shared(void)
 {
     struct stat st;
     if (fstat(0, &st) != 0 || S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))
@@ -100,7 +100,7 @@ replay_pool *replay_pool_create(const replay_config *c)
     }
     p->n = n;
     p->quiet = c->quiet;
-    const char *why = stdin_unsuitable();
+    const char *why = replay_stdin_shared();
     if (c->no_fork_server || c->seed_given)
         p->off = 1; /* asked for, or one run: nothing to share */
     else if (c->host_parallel)

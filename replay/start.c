@@ -169,6 +169,12 @@ int replay_start(replay_config *c, const char *out, replay_shard *sh)
         return WEFT_EXIT_USAGE;
     if (shard_given && replay_shard_apply(c, sh))
         return WEFT_EXIT_USAGE;
+    const char *shared_stdin = replay_stdin_shared();
+    if (shared_stdin && !c->quiet && !c->seed_given)
+        /* Before profiling, whose first run would read it all: every later
+         * run then reads what is left (often nothing), and an output check
+         * fails them all as if the schedule had. */
+        printf("weft: %s %s\n", c->run.binary, shared_stdin);
     if (!c->resume ||
         ((c->points == POINTS_SHARED || c->points == POINTS_VISIBLE) && !c->pcs_path[0]))
         if ((rc = replay_profile(c)))

@@ -214,6 +214,12 @@ run_status st "$WEFT" replay --sched random --points none --runs 3 --jobs 2 \
 check "stdin a pipe: status 0 (got $st)" test "$st" = 0
 check "stdin a pipe: the note says why" grep -q "has a pipe as stdin.*: one qemu per run" \
   "$work/piped.log"
+# With profiling, whose first run would read the pipe up: said before it.
+run_status st "$WEFT" replay --sched random --runs 2 --jobs 2 \
+  --output "$work/piped2" -- "$WEFT_FIXTURES/lost_update_ok" < <(echo) >"$work/piped2.log" 2>&1
+first() { grep -n -m1 "$1" "$work/piped2.log" | cut -d: -f1; }
+check "stdin a pipe, profiled: said before profiling (line $(first 'pipe as stdin') < $(first 'profiling'))" \
+  test "$(first 'pipe as stdin')" -lt "$(first 'profiling')"
 
 # servers_of PID: the qemu children of weft (its fork servers).
 servers_of() { pgrep -P "$1" -f "qemu-aarch64.*server=" || true; }

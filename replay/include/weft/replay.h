@@ -264,6 +264,9 @@ int replay_campaign(replay_config *c);
  * a pipe, a program a server declines): it then says why in one line
  * (unless quiet) and every run has its own qemu. */
 replay_pool *replay_pool_create(const replay_config *c);
+/* Why stdin is shared by every run (a pipe, a socket, ...), or NULL for a
+ * file or a device: weft says so before profiling, whose runs share it too. */
+const char *replay_stdin_shared(void);
 /* Stops every server (SIGKILL to its process group) and frees the pool. */
 void replay_pool_destroy(replay_pool *p);
 /* Job slot `slot`'s server for a run of c, started if need be (which waits
