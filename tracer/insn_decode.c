@@ -170,6 +170,26 @@ int insn_closes_wait_loop(const uint32_t *w, size_t n, uint64_t last_pc, uint64_
  * reads addresses it moves (or nothing), makes no call and leaves by no
  * indirect branch; a store in it is progress, seen by its own block. A
  * loop too long to tell (over 128 instructions), or a call, may wait. */
+int insn_loop_rereads_stack(const uint32_t *w, size_t n)
+{
+    if (n == 0 || n > 128)
+        return 0;
+    uint32_t written = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((w[i] & 0xfc000000u) == 0x94000000u || (w[i] & 0xfe000000u) == 0xd6000000u ||
+            insn_is_svc(w[i]))
+            return 0; /* a call or a syscall: points of their own */
+        if (insn_is_load_store(w[i]) && (insn_classify(w[i]) & INSN_STORE))
+            return 0; /* progress, or a counter kept on the stack */
+        written |= insn_writes(w[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (insn_is_load_store(w[i]) && (insn_classify(w[i]) & INSN_SP_BASE) &&
+            !(insn_address_regs(w[i]) & written))
+            return 1;
+    return 0;
+}
+
 int insn_loop_may_wait(const uint32_t *w, size_t n)
 {
     if (n == 0 || n > 128)

@@ -64,7 +64,10 @@ static void tb_exec_bound(vcpu_state *v, void *udata)
     /* Where a run that aborts was last in the program; a loop's block once. */
     if (ti->own && !ti->plt && v->own_pcs[(v->own_n - 1) % WEFT_RUN_END_PCS] != ti->pc)
         v->own_pcs[v->own_n++ % WEFT_RUN_END_PCS] = ti->pc;
-    if (!ti->lib)
+    if (ti->stack_wait) { /* its loads are not watched: counted as a library's */
+        if (++v->lib_blocks >= SPIN_LIB_BLOCKS && v->begun && g_plugin.sched.policy)
+            plugin_spin_lib_blocks(v, ti, vcpu_cycles_at(v, v->tb_base));
+    } else if (!ti->lib)
         v->lib_blocks = 0; /* the program's own code: its loads are watched */
     else if (ti->lib_store)
         plugin_spin_progress(v); /* its stores are not watched one by one */
@@ -329,6 +332,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     ti->own = g_plugin.sched.have_code && sched_own_pc(ti->pc);
     ti->plt = ti->own && sched_in_plt(ti->pc);
     ti->lib = plugin_lib_rule() && !ti->own;
+    ti->stack_wait = g_plugin.sched.policy && !ti->lib && plugin_tb_rereads_stack(tb, n, ti->pc);
     int lib_rule = ti->lib && !insn_tb_closes_wait_loop(tb, n);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);

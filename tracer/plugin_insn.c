@@ -127,8 +127,8 @@ static int svc_set(uint64_t pc, int add)
  * at one host offset from its address, so the body is read where the
  * block's last instruction is, if it starts on a page the block's start is
  * on or within the block (pages before may not be mapped). */
-static int lib_loop_may_wait(struct qemu_plugin_insn *last, uint64_t last_pc, uint32_t w,
-                             uint64_t start)
+static size_t loop_body(struct qemu_plugin_insn *last, uint64_t last_pc, uint32_t w, uint64_t start,
+                        uint32_t body[128])
 {
     uint64_t target;
     if (!insn_jump_target(w, last_pc, &target) || target > last_pc)
@@ -136,10 +136,29 @@ static int lib_loop_may_wait(struct qemu_plugin_insn *last, uint64_t last_pc, ui
     const uint8_t *h = qemu_plugin_insn_haddr(last);
     size_t n = (size_t)((last_pc - target) / 4) + 1;
     if (!h || n > 128 || (target < start && (target >> 12) != (start >> 12)))
-        return 1;
-    uint32_t body[128];
+        return SIZE_MAX; /* a body that cannot be read */
     memcpy(body, h - (last_pc - target), n * 4);
-    return insn_loop_may_wait(body, n);
+    return n;
+}
+
+static int lib_loop_may_wait(struct qemu_plugin_insn *last, uint64_t last_pc, uint32_t w,
+                             uint64_t start)
+{
+    uint32_t body[128];
+    size_t n = loop_body(last, last_pc, w, start, body);
+    return n == SIZE_MAX || (n && insn_loop_may_wait(body, n));
+}
+
+int plugin_tb_rereads_stack(struct qemu_plugin_tb *tb, size_t n, uint64_t start)
+{
+    if (n == 0)
+        return 0;
+    struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
+    uint32_t w = 0, body[128];
+    if (qemu_plugin_insn_size(last) == 4)
+        memcpy(&w, qemu_plugin_insn_data(last), 4);
+    size_t k = loop_body(last, qemu_plugin_insn_vaddr(last), w, start, body);
+    return k && k != SIZE_MAX && insn_loop_rereads_stack(body, k);
 }
 
 int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, int any_cb)
@@ -163,7 +182,7 @@ int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, 
      * (or a gate): one without any cannot wait, even in a loop. The closing
      * block of a library loop that may wait keeps its call, for the spin rule
      * and the token. */
-    int in = g_plugin.count_inline && !any_cb && !after &&
+    int in = g_plugin.count_inline && !any_cb && !after && !ti->stack_wait &&
              (!ti->lib || ti->lib_store || !lib_loop_may_wait(last, last_pc, w, ti->pc));
     if (in)
         __atomic_fetch_add(&g_plugin.inline_blocks, 1, __ATOMIC_RELAXED);

@@ -55,6 +55,10 @@ typedef struct tb_info {
     uint32_t lib_store; /* ... with a plain store outside its stack: progress */
     uint32_t own;       /* replays: the program's own code (sched_own_pc) */
     uint32_t plt;       /* ... its PLT stubs (sched_in_plt) */
+    /* replays: it closes a loop that rereads a stack word and stores nothing
+     * (insn_loop_rereads_stack): counted like a library's blocks for the
+     * spin rule, since its loads have no callback */
+    uint32_t stack_wait;
     uint64_t pc;
     insn_info *first_mem;
 } tb_info;
@@ -389,6 +393,9 @@ void plugin_inline_setup(void);
  * the spin watch). A library block that stores also adds one to
  * g_plugin.inline_lib_stores: its thread's progress. */
 int plugin_block_inline(struct qemu_plugin_tb *tb, const tb_info *ti, size_t n, int any_cb);
+/* Does the block, starting at start, close a loop that rereads a stack
+ * word and stores nothing (insn_loop_rereads_stack)? */
+int plugin_tb_rereads_stack(struct qemu_plugin_tb *tb, size_t n, uint64_t start);
 
 /* Instructions run in inline-counted blocks belong to the thread that ran
  * them since it last left a callback: one thread runs guest code at a time.

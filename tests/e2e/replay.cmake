@@ -20,6 +20,7 @@ weft_e2e_test(e2e_replay_lazy_trace replay_lazy_trace.sh)
 weft_e2e_test(e2e_replay_library_loads replay_library_loads.sh)
 # Blocks counted inline: the same runs and traces as with a callback each.
 weft_e2e_test(e2e_replay_inline_blocks replay_inline_blocks.sh)
+weft_e2e_test(e2e_replay_stack_spin replay_stack_spin.sh)
 weft_e2e_test(e2e_replay_pretranslate replay_pretranslate.sh)
 # Timed waits end when the schedule fires them, not by the host's clock.
 weft_e2e_test(e2e_replay_timeouts replay_timeouts.sh)

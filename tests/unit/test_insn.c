@@ -105,6 +105,29 @@ static void test_branch(void **state)
     assert_false(insn_closes_wait_loop(spin, 0, 0x1000, 64));
 }
 
+/* A loop that waits on a stack word (`while (!done);` on a local another
+ * thread writes through a pointer): its loads have no callback. */
+static void test_stack_rereads(void **state)
+{
+    (void)state;
+    /* ldr w0, [sp, #12]; cbz w0, -4 */
+    static const uint32_t wait[] = {0xb9400fe0, 0x34ffffe0};
+    assert_true(insn_loop_rereads_stack(wait, N(wait)));
+    /* a stack array scanned: ldr w1, [sp, x0, lsl #2]; add x0, x0, #1; cbnz w1, -8 */
+    static const uint32_t scan[] = {0xb86079e1, 0x91000400, 0x35ffffc1};
+    assert_false(insn_loop_rereads_stack(scan, N(scan)));
+    /* a counter kept on the stack: ldr w1, [sp, #8]; str w1, [sp, #8]; cbnz w1, -8 */
+    static const uint32_t counter[] = {0xb9400be1, 0xb9000be1, 0x35ffffc1};
+    assert_false(insn_loop_rereads_stack(counter, N(counter)));
+    /* a heap word is the spin watch's: ldr w1, [x0]; cbnz w1, -4 */
+    static const uint32_t heap[] = {0xb9400001, 0x35ffffe1};
+    assert_false(insn_loop_rereads_stack(heap, N(heap)));
+    /* a call in the body: points of its own */
+    static const uint32_t call[] = {0xb9400fe0, 0x97ffffe8, 0x34ffffc0};
+    assert_false(insn_loop_rereads_stack(call, N(call)));
+    assert_false(insn_loop_rereads_stack(wait, 0));
+}
+
 /* A loop's whole body, from the jump's target to the jump (a replay counts
  * a library block closing one inline only if the body cannot wait). */
 static void test_loop_bodies(void **state)
@@ -159,7 +182,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writes),      cmocka_unit_test(test_scans),
         cmocka_unit_test(test_waits),       cmocka_unit_test(test_branch),
-        cmocka_unit_test(test_loop_bodies),
+        cmocka_unit_test(test_loop_bodies), cmocka_unit_test(test_stack_rereads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
