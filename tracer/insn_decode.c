@@ -181,11 +181,14 @@ int insn_loop_rereads_stack(const uint32_t *w, size_t n)
             return 0; /* a call or a syscall: points of their own */
         if (insn_is_load_store(w[i]) && (insn_classify(w[i]) & INSN_STORE))
             return 0; /* progress, or a counter kept on the stack */
+        /* Another load is the spin watch's (the program's own code) or
+         * moves (a scan bounded by a spilled length is no wait). */
+        if (insn_is_load_store(w[i]) && !(insn_classify(w[i]) & INSN_SP_BASE))
+            return 0;
         written |= insn_writes(w[i]);
     }
     for (size_t i = 0; i < n; i++)
-        if (insn_is_load_store(w[i]) && (insn_classify(w[i]) & INSN_SP_BASE) &&
-            !(insn_address_regs(w[i]) & written))
+        if (insn_is_load_store(w[i]) && !(insn_address_regs(w[i]) & written))
             return 1;
     return 0;
 }

@@ -35,10 +35,11 @@ int insn_closes_wait_loop(const uint32_t *w, size_t n, uint64_t last_pc, uint64_
  * jump) wait for another thread? 0 only when every load in it reads an
  * address the loop changes, and it calls nothing (see insn_decode.c). */
 int insn_loop_may_wait(const uint32_t *w, size_t n);
-/* Does the loop whose body is w[0..n) store nothing, call nothing and read
- * one stack word again and again (an SP-based load whose address the loop
- * leaves alone)? A thread waiting on its own local that another thread
- * writes through a pointer (`while (!done);`) does just that. */
+/* Does the loop whose body is w[0..n) store nothing, call nothing, load
+ * only from SP and read one stack word again and again (a load whose
+ * address the loop leaves alone)? A thread waiting on its own local that
+ * another thread writes through a pointer (`while (!done);`) does just
+ * that. */
 int insn_loop_rereads_stack(const uint32_t *w, size_t n);
 
 #endif

@@ -119,6 +119,10 @@ static void test_stack_rereads(void **state)
     /* a counter kept on the stack: ldr w1, [sp, #8]; str w1, [sp, #8]; cbnz w1, -8 */
     static const uint32_t counter[] = {0xb9400be1, 0xb9000be1, 0x35ffffc1};
     assert_false(insn_loop_rereads_stack(counter, N(counter)));
+    /* a scan bounded by a spilled length: ldr w2, [sp, #12]; ldr w1, [x3, x0, lsl #2];
+     * add x0, x0, #1; cbnz w2, -12 */
+    static const uint32_t bounded[] = {0xb9400fe2, 0xb8607861, 0x91000400, 0x35ffffa2};
+    assert_false(insn_loop_rereads_stack(bounded, N(bounded)));
     /* a heap word is the spin watch's: ldr w1, [x0]; cbnz w1, -4 */
     static const uint32_t heap[] = {0xb9400001, 0x35ffffe1};
     assert_false(insn_loop_rereads_stack(heap, N(heap)));
