@@ -183,5 +183,18 @@ int weft_check_output(const char *path)
         weft_error("%s: cannot write there: %s", path, strerror(errno));
         return -1;
     }
+    /* access() says yes to root for /proc and read-only mounts: a file made
+     * and removed at once says what the write at the end would meet. */
+    char probe[PATH_MAX + 32];
+    snprintf(probe, sizeof probe, "%s/.weft-probe-%ld", dir, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) {
+        weft_error("%s: cannot write there: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fd >= 0) {
+        close(fd);
+        unlink(probe);
+    }
     return 0;
 }
