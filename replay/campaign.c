@@ -7,6 +7,7 @@
  * going, reaps workers, prints hits and progress, and turns SIGINT/SIGTERM
  * into an orderly stop: workers kill their runs and record nothing,
  * finished runs stay. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -467,6 +468,20 @@ static void campaign_loop(campaign *k)
 
 /* Everything the loop held, given back; runs.jsonl made durable and put in
  * seed order. Returns this invocation's wall time. */
+/* What runs killed mid-way left in tmp/ (a spool, the live notes: sparse,
+ * yet their apparent size is the whole mapping's, 1.7 GB each): --resume
+ * runs those seeds again from the start. */
+static void clear_scratch(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
 static double campaign_close(campaign *k)
 {
     if (k->pg.tty)
@@ -481,7 +496,8 @@ static double campaign_close(campaign *k)
         weft_error("%s: %s", k->runs_path, strerror(errno));
     close(k->fd);
     replay_runs_sort(k->runs_path);
-    rmdir(k->tmp_dir); /* empty unless a worker was killed mid-run */
+    clear_scratch(k->tmp_dir); /* empty unless a worker was killed mid-run */
+    rmdir(k->tmp_dir);
     return wall;
 }
 

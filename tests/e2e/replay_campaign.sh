@@ -74,6 +74,10 @@ check "interrupted: says how to go on" grep -q -- "--resume" "$work/i1.log"
 check "interrupted: every kept line is whole and its seed distinct" \
   test "$(jq -s '[.[].seed] | length == (unique | length)' "$work/i/runs.jsonl")" = true
 check "interrupted: no qemu left behind" bash -c "! pgrep -f 'qemu-aarch6[4].*${work}/i/' >/dev/null"
+# The runs killed mid-way left spools and live notes (sparse, 1.7 GB each
+# as ls counts): gone with tmp/, as --resume runs those seeds again.
+check "interrupted: no scratch left ($(ls "$work/i/tmp" 2>/dev/null | wc -l) files in tmp/)" \
+  test ! -e "$work/i/tmp"
 run_status st "$WEFT" replay --sched random --depth 2 --points shared --runs 300 --resume \
   --output "$work/i" -- "$ok_fx" >"$work/i2.log" 2>"$work/i2.err"
 check "resume with another --depth: refused (status $st)" test "$st" = 2
