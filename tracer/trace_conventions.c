@@ -54,8 +54,16 @@ int weft_mkdirs(const char *path)
         if (*p == '/' || *p == 0) {
             char c = *p;
             *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+            int made = mkdir(buf, 0777) == 0;
+            if (!made && errno != EEXIST) {
                 weft_error("%s: cannot create the output folder: %s", buf, strerror(errno));
+                return -1;
+            }
+            struct stat st;
+            if (!made && stat(buf, &st) == 0 && !S_ISDIR(st.st_mode)) {
+                /* Said of the user's path, not of the first file weft
+                 * would have put in it. */
+                weft_error("%s: exists and is not a folder", buf);
                 return -1;
             }
             if (!c)

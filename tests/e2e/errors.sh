@@ -396,6 +396,8 @@ if [ -n "$ro" ]; then
   expect "replay -o on a read-only fs" 1 "weft: ro/out: cannot create the output folder: Read-only file system" \
     "$WEFT" replay -o ro/out -- ./lu
 fi
+: >afile
+expect "replay -o a file" 1 "weft: afile: exists and is not a folder" "$WEFT" replay -o afile -- ./lu
 
 # ---- the doc lists nothing this test did not check ---------------------------------
 # Every `weft: ...` line in the message column of a table row.
