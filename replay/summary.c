@@ -126,11 +126,18 @@ static int read_rows(const char *path, replay_summary *s, row_list *rows, char *
     int rc = 0;
     while ((got = getline(&buf, &blen, f)) > 0) {
         lineno++;
-        if (buf[got - 1] != '\n')
-            break; /* a line cut short by a kill: not a finished run */
+        if (buf[got - 1] != '\n') {
+            /* a line cut short by a kill: not a finished run */
+            weft_error("%s:%" PRIu64 ": a line cut short, left out (a run killed as it was "
+                       "written; --resume runs it again)",
+                       path, lineno);
+            break;
+        }
         json_t *o = json_loads(buf, 0, NULL);
-        if (!o)
+        if (!o) {
+            weft_error("%s:%" PRIu64 ": not a run's line (damaged), left out", path, lineno);
             continue;
+        }
         int took = take_row(s, o, lineno, rows, err, errlen);
         json_decref(o);
         if (took < 0) {

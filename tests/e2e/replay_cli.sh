@@ -126,6 +126,15 @@ sed 's/^{"seed":5,/{"seed":5,"departures":2,/' "$work/hand.jsonl" >"$work/dep.js
 "$WEFT" replay --summary "$work/dep.jsonl" >"$work/out" 2>&1 || true
 check "--summary: a run that left the policy's order is counted" \
   grep -q "departed  1 run left the policy's order" "$work/out"
+# A damaged line, and a last line cut short: left out, and said.
+{ line 1 pass; echo '{garbage'; line 2 bug; printf '{"seed":3,"verd'; } >"$work/damaged.jsonl"
+run_status st "$WEFT" replay --summary "$work/damaged.jsonl" >"$work/out" 2>"$work/err"
+check "--summary, damaged lines: status 0, 2 runs" \
+  bash -c "test $st = 0 && grep -q 'runs      2$' '$work/out'"
+check "--summary, damaged lines: the damaged one named" \
+  grep -qx "weft: $work/damaged.jsonl:2: not a run's line (damaged), left out" "$work/err"
+check "--summary, damaged lines: the cut one named" \
+  grep -q "^weft: $work/damaged.jsonl:4: a line cut short, left out" "$work/err"
 printf '{"seed":11,"verdict":"pass","policy":"rpro","depth":2,"radius":3,"n":2,"k":100,"points":"none"}\n' \
   >>"$work/hand.jsonl"
 run_status st "$WEFT" replay --summary "$work/hand.jsonl" >"$work/out" 2>"$work/err"
