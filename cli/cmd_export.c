@@ -57,6 +57,8 @@ static int run_export(int argc, char **argv)
         cli_usage_error(&cli_cmd_export, "expected -o OUT and one trace file");
         return WEFT_EXIT_USAGE;
     }
+    if (weft_check_output(o.out)) /* before the work, as the other commands do */
+        return WEFT_EXIT_FAIL;
     char err[512];
     weft_symbols *s;
     weft_trace *t = cli_open_trace(argv[first], &s);

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -352,6 +353,9 @@ int optimizer_plan_read(const char *path, const optimizer_plan_limits *lim, opti
                         char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) /* fopen would open it, fread fail */
+        return optimizer_fail(err, errlen, "%s: is a directory", path);
     FILE *f = fopen(path, "rb");
     if (!f)
         return optimizer_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));

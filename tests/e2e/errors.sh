@@ -263,10 +263,11 @@ check "export/optimize of bad traces: no output" test ! -e x.json -a ! -e p.json
 # ---- weft export: options and output ---------------------------------------------
 expect "export --format bogus" 2 "weft export: --format: expected chrome, vcd or csv, got 'bogus' (see weft export --help)" \
   "$WEFT" export --format bogus lu.wtr
-expect "export -o in a missing folder" 1 "weft: nodir/x.json: cannot create: No such file or directory" \
+expect "export -o a folder" 1 "weft: adir: is a directory" "$WEFT" export -o adir lu.wtr
+expect "export -o in a missing folder" 1 "weft: nodir/x.json: cannot write there: No such file or directory" \
   "$WEFT" export -o nodir/x.json lu.wtr
 if [ -n "$ro" ]; then
-  expect "export -o on a read-only fs" 1 "weft: ro/x.json: cannot create: Read-only file system" \
+  expect "export -o on a read-only fs" 1 "weft: ro/x.json: cannot write there: Read-only file system" \
     "$WEFT" export -o ro/x.json lu.wtr
 fi
 if [ -n "$full" ]; then
@@ -300,6 +301,7 @@ fi
 
 # ---- plans, through weft inject ----------------------------------------------------
 expect "plan: missing" 1 "weft: nosuch.json: cannot open: No such file or directory" "$WEFT" inject nosuch.json
+expect "plan: a folder" 1 "weft: adir: is a directory" "$WEFT" inject adir
 sed 's/"weft-plan"/"weft-trace"/' lu.json >schema.json
 expect "plan: wrong format" 1 'weft: schema.json: format: must be "weft-plan"' "$WEFT" inject schema.json
 sed 's/"delay_ns":/"delay":/' lu.json >key.json
