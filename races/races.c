@@ -373,7 +373,8 @@ static int on_access(weft_races *d, rthread *t, uint32_t i, const weft_event *ev
             return -1;
         thread_tick(t, i);
     }
-    if (cur.a.kind != WEFT_EV_READ) {
+    /* Where glibc set up a child's descriptor, not a local of the creator's. */
+    if (cur.a.kind != WEFT_EV_READ && !(ev->flags & WEFT_EVF_LOCAL)) {
         t->last_write = ev->addr;
         t->has_last_write = 1;
     }

@@ -210,7 +210,7 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
         flags |= WEFT_EVF_STACK;
     } else if (vaddr >= __atomic_load_n(&v->stack_lo, __ATOMIC_RELAXED) &&
                vaddr < __atomic_load_n(&v->stack_hi, __ATOMIC_RELAXED)) {
-        flags |= WEFT_EVF_STACK;
+        flags |= ii->flags & INSN_PROGRAM ? WEFT_EVF_LOCAL : WEFT_EVF_STACK;
     }
     int store = qemu_plugin_mem_is_store(info);
     uint8_t size = (uint8_t)(1u << qemu_plugin_mem_size_shift(info));
@@ -334,6 +334,11 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     ti->lib = plugin_lib_rule() && !ti->own;
     ti->stack_wait = g_plugin.sched.policy && !ti->lib && plugin_tb_rereads_stack(tb, n, ti->pc);
     int lib_rule = ti->lib && !insn_tb_closes_wait_loop(tb, n);
+    /* Without the code map (no symbols), the program's code is its binary's
+     * text, a static program's C library included. */
+    int program = g_plugin.sched.have_code
+                      ? ti->own
+                      : ti->pc >= qemu_plugin_start_code() && ti->pc < qemu_plugin_end_code();
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         if (qemu_plugin_insn_size(insn) != 4)
@@ -370,7 +375,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             continue;
         ii->pc = pc;
         ii->index = (uint32_t)i;
-        ii->flags = insn_classify(w);
+        ii->flags = insn_classify(w) | (program ? INSN_PROGRAM : 0);
         *link = ii; /* the block's memory instructions in order, for a fault */
         link = &ii->next;
         int gate = visible ? own && ((ii->flags & INSN_ATOMIC) ||

@@ -211,11 +211,11 @@ int sched_load_code(const char *binary, char *err, size_t errlen)
 {
     sched_state *s = &g_plugin.sched;
     atomic_store(&s->bias, INT64_MIN);
-    /* Visible points need the map; libaccess= only uses it to tell the
-     * libraries' loads, and does without when it cannot be built. */
-    int visible = s->points == POINTS_VISIBLE;
-    if (!s->requested || (!visible && g_plugin.cfg.lib_access == LIB_ACCESS_ALL))
-        return 0;
+    /* Visible points need the map; libaccess= and the rule for the program's
+     * own accesses to its stack (INSN_PROGRAM) only use it to tell the
+     * program's code from the C library's, and do without when it cannot
+     * be built. */
+    int visible = s->requested && s->points == POINTS_VISIBLE;
     weft_symbols *syms = weft_symbols_open(binary, err, errlen);
     if (!syms)
         return visible ? -1 : 0;

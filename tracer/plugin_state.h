@@ -47,6 +47,10 @@ typedef struct insn_info {
  * wait loop, and any plain store of a library (its block counts the progress) */
 #define INSN_LIB_LOAD 0x80u
 #define INSN_LIB_STORE 0x100u
+/* The program's own code (not a library's): its accesses to its own stack
+ * through a pointer are recorded, since it may have handed that pointer to
+ * other threads (a local shared with workers, an OpenMP shared variable) */
+#define INSN_PROGRAM 0x200u
 
 /* A translation block: its length, and its memory instructions in order. */
 typedef struct tb_info {

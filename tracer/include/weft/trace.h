@@ -51,6 +51,9 @@ typedef enum weft_event_kind {
  * fault: pc is the first that could make it, a later one of its block may
  * be the access that faulted. */
 #define WEFT_EVF_FAULT_NEAR 0x10u
+/* An access to the thread's own stack through a pointer by the program's own
+ * code (kept: the local may be shared with other threads). */
+#define WEFT_EVF_LOCAL 0x20u
 
 typedef struct weft_event {
     uint64_t time;   /* virtual ns at which the event happened */
