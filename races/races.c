@@ -338,8 +338,12 @@ static int on_access(weft_races *d, rthread *t, uint32_t i, const weft_event *ev
          (races_code_in_got(d->code, ev->addr) || races_code_in_loader(d->code, ev->pc))))
         return 0;
     cur_access cur = {.thread = i, .C = &t->C, .id = ++d->access_id};
-    cur.a = (sh_access){
-        .pc = ev->pc, .time = ev->time, .seq = ev->seq, .kind = ev->kind, .size = ev->size};
+    cur.a = (sh_access){.pc = ev->pc,
+                        .time = ev->time,
+                        .seq = ev->seq,
+                        .kind = ev->kind,
+                        .size = ev->size,
+                        .local = (ev->flags & WEFT_EVF_LOCAL) != 0};
     int acq, rel;
     access_semantics(d, ev, &cur, &acq, &rel);
     uint64_t first = ev->addr >> 3, last = (ev->addr + ev->size - 1) >> 3;
@@ -464,11 +468,16 @@ static int race_found(void *ctx, const sh_access *prev, uint32_t prev_thread, co
         if (pairs_add(&d->pairs, prev->pc, cur->a.pc, k) != 0)
             return -1;
         race_entry *r = &d->races[d->nraces++];
-        r->race = (weft_race){
-            .first = side(prev_thread, prev), .second = side(cur->thread, &cur->a), .addr = addr};
+        r->race = (weft_race){.first = side(prev_thread, prev),
+                              .second = side(cur->thread, &cur->a),
+                              .addr = addr,
+                              .stack_of = UINT32_MAX};
         r->last_id = 0;
     }
     race_entry *r = &d->races[k];
+    /* Its owner's side says whose local it is (any instance will do). */
+    if (r->race.stack_of == UINT32_MAX && (prev->local || cur->a.local))
+        r->race.stack_of = prev->local ? prev_thread : cur->thread;
     if (r->last_id != cur->id) { /* one instance per access, whatever bytes it spans */
         r->last_id = cur->id;
         r->race.count++;

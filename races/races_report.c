@@ -83,6 +83,8 @@ int weft_races_print(weft_races *d, const weft_races_source *src, weft_symbols *
         fprintf(out, "race %zu on %s", i + 1, var);
         if (var[0] != '0')
             fprintf(out, " (0x%" PRIx64 ")", r->addr);
+        else if (r->stack_of != UINT32_MAX)
+            fprintf(out, " (a local on T%" PRIu32 "'s stack)", r->stack_of);
         fprintf(out, ": %" PRIu64 " instance%s, the first:\n", r->count, r->count == 1 ? "" : "s");
         print_side(out, syms, &r->first);
         print_side(out, syms, &r->second);
@@ -130,9 +132,11 @@ static json_t *race_json(weft_symbols *syms, const weft_race *r)
     uint64_t off = 0;
     if (!syms || weft_symbols_data(syms, r->addr, &name, &off) != 0)
         name = NULL, off = 0;
-    return json_pack("{s:o, s:I, s:o, s:I, s:o, s:o}", "variable", str_or_null(name), "offset",
-                     (json_int_t)off, "address", hex(r->addr), "count", (json_int_t)r->count,
-                     "first", side_json(syms, &r->first), "second", side_json(syms, &r->second));
+    return json_pack("{s:o, s:I, s:o, s:o, s:I, s:o, s:o}", "variable", str_or_null(name), "offset",
+                     (json_int_t)off, "address", hex(r->addr), "stack_of",
+                     r->stack_of == UINT32_MAX ? json_null() : json_integer(r->stack_of), "count",
+                     (json_int_t)r->count, "first", side_json(syms, &r->first), "second",
+                     side_json(syms, &r->second));
 }
 
 static json_t *report_json(weft_races *d, const weft_races_source *src, weft_symbols *syms)

@@ -73,6 +73,7 @@ void vc_free(vclock *v);
 typedef struct sh_access {
     uint64_t epoch, pc, time, seq;
     uint8_t kind, atomic, size;
+    uint8_t local; /* WEFT_EVF_LOCAL: on the accessing thread's own stack */
 } sh_access;
 
 /* Read-shared state: one remembered read per thread (clock 0 = none). */

@@ -70,6 +70,10 @@ run_status st "$WEFT" races --json -o "$work/racy.json" "$work/racy.wtr"
 check "main and its worker race on main's local (exit $st)" test "$st" = 10
 check "the race is between main (T0) and the worker (T1), in work()" \
   test "$(jq -c '[.races[] | [.first.thread, .second.thread] | sort] | unique' "$work/racy.json")" = '[[0,1]]'
+check "the variable is said to be a local on main's stack" \
+  test "$(jq -c '[.races[].stack_of] | unique' "$work/racy.json")" = '[0]'
+"$WEFT" races "$work/racy.wtr" >"$work/racy.txt" 2>&1 || true
+check "... in the text too" grep -q "^race 1 on 0x[0-9a-f]* (a local on T0's stack)" "$work/racy.txt"
 check "every race is in work()" \
   test "$(jq -c '[.races[] | .first.function, .second.function] | unique' "$work/racy.json")" = '["work"]'
 "$WEFT" trace -q -o "$work/locked.wtr" -- "$work/local-locked" >"$work/locked.out"

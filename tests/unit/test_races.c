@@ -294,6 +294,36 @@ static void test_stack_accesses_are_ignored(void **state)
     assert_int_equal(count_races(&b), 0);
 }
 
+/* A local shared through a pointer: its owner's accesses (flagged LOCAL)
+ * race like any other and say whose stack holds it; the creator's local
+ * write before the clone is no descriptor for the join rule. */
+static void test_local_says_whose_stack(void **state)
+{
+    (void)state;
+    for (int owner_first = 0; owner_first < 2; owner_first++) {
+        seqb b = {0};
+        start_main(&b);
+        spawn(&b, 0, 1);
+        if (owner_first)
+            add(&b, 0, WEFT_EV_WRITE, X, 4, 0x400, WEFT_EVF_LOCAL);
+        add(&b, 1, WEFT_EV_WRITE, X, 4, 0x500, 0);
+        if (!owner_first)
+            add(&b, 0, WEFT_EV_WRITE, X, 4, 0x400, WEFT_EVF_LOCAL);
+        weft_races *d = run(&b);
+        assert_int_equal(weft_races_count(d), 1);
+        assert_int_equal(weft_races_get(d, 0)->stack_of, 0);
+        weft_races_free(d);
+    }
+    seqb b = {0};
+    start_main(&b);
+    spawn(&b, 0, 1);
+    add(&b, 1, WEFT_EV_WRITE, X, 4, 0x500, 0);
+    add(&b, 0, WEFT_EV_WRITE, X, 4, 0x400, 0);
+    weft_races *d = run(&b);
+    assert_int_equal(weft_races_get(d, 0)->stack_of, UINT32_MAX);
+    weft_races_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_atomics_never_race_with_atomics),
         cmocka_unit_test(test_byte_ranges),
         cmocka_unit_test(test_stack_accesses_are_ignored),
+        cmocka_unit_test(test_local_says_whose_stack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,6 +94,9 @@ typedef struct weft_race {
     weft_race_access first, second;
     uint64_t addr;  /* first byte both accesses of the first instance touch */
     uint64_t count; /* dynamic instances found (see docs/races.md) */
+    /* The thread on whose stack addr lies (a local it shares, seen from its
+     * own WEFT_EVF_LOCAL accesses), or UINT32_MAX. */
+    uint32_t stack_of;
 } weft_race;
 
 typedef struct weft_races_stats {
