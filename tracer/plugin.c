@@ -210,7 +210,9 @@ static void mem_access(unsigned int index, qemu_plugin_meminfo_t info, uint64_t 
         flags |= WEFT_EVF_STACK;
     } else if (vaddr >= __atomic_load_n(&v->stack_lo, __ATOMIC_RELAXED) &&
                vaddr < __atomic_load_n(&v->stack_hi, __ATOMIC_RELAXED)) {
-        flags |= ii->flags & INSN_PROGRAM ? WEFT_EVF_LOCAL : WEFT_EVF_STACK;
+        /* A library's atomics too: a lock on the stack orders the program's
+         * accesses to what it guards. */
+        flags |= ii->flags & (INSN_PROGRAM | INSN_ATOMIC) ? WEFT_EVF_LOCAL : WEFT_EVF_STACK;
     }
     int store = qemu_plugin_mem_is_store(info);
     uint8_t size = (uint8_t)(1u << qemu_plugin_mem_size_shift(info));
