@@ -43,6 +43,8 @@ static int sym_rank(const GElf_Sym *s, const char *name)
     int r = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
     if (name[0] == '_')
         r += 4;
+    if (strchr(name, '@')) /* a versioned alias (cfree@GLIBC_2.17 of free) */
+        r += 2;
     if (name[0] == '$' || name[0] == 0) /* mapping symbols $x/$d */
         r += 100;
     return r;
@@ -73,11 +75,59 @@ static size_t sort_dedup(sym *v, size_t n)
     return k;
 }
 
-static int load_symtab(weft_symbols *s)
+/* Has elf a full symbol table, not only the dynamic one? */
+static bool has_symtab(Elf *elf)
+{
+    Elf_Scn *scn = NULL;
+    GElf_Shdr sh;
+    while ((scn = elf_nextscn(elf, scn)))
+        if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+            return true;
+    return false;
+}
+
+/* A stripped library's full symbol table is in its separate debug file
+ * (Debian's -dbg packages: usr/lib/debug/.build-id/NN/REST.debug), found by
+ * its build id in the trees above the library (a sysroot's, then the
+ * host's): glibc's internal functions (malloc's _int_free) are then named,
+ * and weft races' rule for the C library's own atomics knows them. */
+static void open_debug_file(weft_symbols *s, const char *elf_path)
+{
+    const void *id = NULL;
+    ssize_t n = dwelf_elf_gnu_build_id(s->elf, &id);
+    if (n < 2 || n > 64)
+        return;
+    char hex[129];
+    for (ssize_t i = 0; i < n; i++)
+        snprintf(hex + 2 * i, 3, "%02x", ((const uint8_t *)id)[i]);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", elf_path);
+    for (char *slash; (slash = strrchr(dir, '/'));) {
+        *slash = 0;
+        char path[4096 + 160];
+        snprintf(path, sizeof path, "%s/usr/lib/debug/.build-id/%.2s/%s.debug", dir, hex, hex + 2);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        const void *id2 = NULL;
+        if (e && elf_kind(e) == ELF_K_ELF && has_symtab(e) &&
+            dwelf_elf_gnu_build_id(e, &id2) == n && !memcmp(id, id2, (size_t)n)) {
+            s->dbg_fd = fd;
+            s->dbg_elf = e;
+            return;
+        }
+        if (e)
+            elf_end(e);
+        close(fd);
+    }
+}
+
+static int load_symtab(weft_symbols *s, Elf *elf)
 {
     Elf_Scn *scn = NULL, *best = NULL;
     GElf_Shdr sh, best_sh = {0};
-    while ((scn = elf_nextscn(s->elf, scn))) {
+    while ((scn = elf_nextscn(elf, scn))) {
         if (!gelf_getshdr(scn, &sh))
             continue;
         if (sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && !best)) {
@@ -97,7 +147,7 @@ static int load_symtab(weft_symbols *s)
         GElf_Sym es;
         if (!gelf_getsym(data, (int)i, &es) || es.st_shndx == SHN_UNDEF)
             continue;
-        const char *name = elf_strptr(s->elf, best_sh.sh_link, es.st_name);
+        const char *name = elf_strptr(elf, best_sh.sh_link, es.st_name);
         if (!name || !*name)
             continue;
         int type = GELF_ST_TYPE(es.st_info);
@@ -215,6 +265,7 @@ weft_symbols *weft_symbols_open(const char *elf_path, char *err, size_t errlen)
         trc_seterr(err, errlen, "%s: out of memory", elf_path);
         return NULL;
     }
+    s->dbg_fd = -1;
     s->fd = open(elf_path, O_RDONLY | O_CLOEXEC);
     if (s->fd < 0) {
         trc_seterr(err, errlen, "%s: cannot open: %s", elf_path, strerror(errno));
@@ -234,7 +285,9 @@ weft_symbols *weft_symbols_open(const char *elf_path, char *err, size_t errlen)
         weft_symbols_close(s);
         return NULL;
     }
-    if (load_symtab(s) < 0) {
+    if (!has_symtab(s->elf))
+        open_debug_file(s, elf_path);
+    if (load_symtab(s, s->dbg_elf ? s->dbg_elf : s->elf) < 0) {
         trc_seterr(err, errlen, "%s: no symbol table (stripped binary?)", elf_path);
         weft_symbols_close(s);
         return NULL;
@@ -390,6 +443,10 @@ void weft_symbols_close(weft_symbols *s)
         elf_end(s->elf);
     if (s->fd >= 0)
         close(s->fd);
+    if (s->dbg_elf)
+        elf_end(s->dbg_elf);
+    if (s->dbg_fd >= 0)
+        close(s->dbg_fd);
     for (size_t i = 0; i < s->nobjects; i++) {
         weft_symbols_close(s->objects[i].syms);
         free(s->objects[i].path);

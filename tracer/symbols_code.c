@@ -93,9 +93,10 @@ static int libc_sync_name(const char *f)
         "__libc_malloc", "__libc_free", "__libc_calloc", "__libc_realloc",  "__libc_memalign",
         "__malloc_",     "malloc_",     "arena_",        "tcache_",         "__cxa_guard_",
         "gomp_",         "GOMP_"};
-    static const char *const names[] = {"malloc",        "free",           "calloc",     "realloc",
-                                        "sysmalloc",     "start_thread",   "__free_tcb", "memalign",
-                                        "aligned_alloc", "posix_memalign", "valloc",     "pvalloc"};
+    static const char *const names[] = {"malloc",   "free",          "cfree",          "calloc",
+                                        "realloc",  "sysmalloc",     "start_thread",   "__free_tcb",
+                                        "memalign", "aligned_alloc", "posix_memalign", "valloc",
+                                        "pvalloc"};
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
         if (!strncmp(f, prefixes[i], strlen(prefixes[i])))
             return 1;
@@ -108,7 +109,15 @@ static int libc_sync_name(const char *f)
 int weft_symbols_in_libc_sync(weft_symbols *s, uint64_t pc)
 {
     const char *f = NULL;
-    return weft_symbols_pc(s, pc, &f, NULL, NULL) == 0 && f && libc_sync_name(f);
+    if (weft_symbols_pc(s, pc, &f, NULL, NULL) == 0 && f)
+        return libc_sync_name(f);
+    /* A stripped shared C library or OpenMP runtime without its debug file
+     * (Debian's cross root has none) names only its exported functions:
+     * the unnamed rest is its internals, the allocator's _int_free and
+     * libgomp's team bookkeeping among them, and a memcpy's
+     * implementation with them. */
+    const char *obj = weft_symbols_object_of(s, pc);
+    return obj && (!strncmp(obj, "libc.so", 7) || !strncmp(obj, "libgomp.so", 10));
 }
 
 static const char *shown(const struct sync_function *f)

@@ -30,6 +30,10 @@ typedef struct pc_info {
 struct weft_symbols {
     int fd;
     Elf *elf;
+    /* The separate debug file holding a stripped library's .symtab, or
+     * -1 and NULL (open_debug_file). */
+    int dbg_fd;
+    Elf *dbg_elf;
     Dwarf *dw; /* NULL without debug info */
     sym *funcs, *objs;
     size_t nfuncs, nobjs;

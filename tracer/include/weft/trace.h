@@ -496,7 +496,8 @@ int weft_symbols_function(weft_symbols *s, const char *name, uint64_t *addr, uin
 /* Is pc in the C library's threads, locks, condition variables, semaphores
  * or allocator, or the OpenMP runtime (by its function's name: pthread_*,
  * sem_*, malloc's, gomp_*)? Their relaxed atomics compile to plain loads and
- * stores (symbols_code.c). */
+ * stores (symbols_code.c). A stripped shared libc's or libgomp's unnamed
+ * internals count as such too. */
 int weft_symbols_in_libc_sync(weft_symbols *s, uint64_t pc);
 void weft_symbols_close(weft_symbols *s);
 
