@@ -63,6 +63,7 @@ struct alignas(64) Slot {
     // Spinning (replays): seen spinning this many times since progress_epoch
     // spin_epoch, last at spin_pc. Guarded by the platform lock.
     uint64_t spin_epoch = ~0ull, spin_count = 0, spin_pc = 0;
+    uint64_t yields = 0; // in spin_epoch (spin_sighting)
     // It spun, yielded or slept in spin_epoch (a sleep is no sighting).
     bool paused = false;
     // Set by the PE's own thread before its gate, read there (POS).

@@ -94,6 +94,7 @@ static bool pause_again_locked(weft_platform *p, int pe)
     if (s.spin_epoch != p->progress_epoch.load(std::memory_order_relaxed)) {
         s.spin_epoch = p->progress_epoch.load(std::memory_order_relaxed);
         s.spin_count = 0;
+        s.yields = 0;
         s.paused = false;
     }
     bool again = s.paused;
@@ -205,6 +206,7 @@ void weft_platform::reschedule_parallel_locked()
             pct_thread_info info;
             bool low = pct_policy_thread_info(policy, q, &info) == 0 && info.in_low_set;
             handoffs++;
+            progress_seen.store(true); // the spin watch asks whether anyone wrote since
             s.token.store(1);
             grant_locked(int(q), low ? std::max(s.bound.load(), last_step_cycles) : s.bound.load());
         }
@@ -243,6 +245,7 @@ void weft_platform::reschedule_locked()
     if (c == h)
         return;
     handoffs++;
+    progress_seen.store(true); // the spin watch asks whether anyone wrote since
     // A thread the policy held back resumes no earlier than the moment it is
     // released, as on a machine where it really waited. PPCT's high set runs
     // in parallel, so its members keep their own time.
@@ -470,6 +473,11 @@ uint64_t weft_platform_handoffs(weft_platform *p)
     return p->handoffs.load(std::memory_order_relaxed);
 }
 
+uint64_t weft_platform_progress_epoch(weft_platform *p)
+{
+    return p->progress_epoch.load(std::memory_order_relaxed);
+}
+
 uint64_t weft_platform_block_start(weft_platform *p, int pe, uint64_t cycles, int may_wait)
 {
     Slot &s = p->slots[pe];
@@ -534,21 +542,29 @@ uint64_t weft_platform_fork_waits(const weft_platform *p)
 // runnable thread only spun are no luck.
 #define LIVELOCK_SIGHTINGS 3
 
-// A spin or a yield is a sighting for the livelock rule; a sleep only
-// tells the policy.
-static int spin_sighting(weft_platform *p, int pe, uint64_t pc, bool sleep)
+// A yield is one of these many sightings: a loop that polls a few times
+// with sched_yield and then gives up (a bounded retry) yields without
+// writing, and three yields each made every such program a livelock; a
+// loop that yields for ever reaches this in microseconds of a replay.
+#define YIELDS_PER_SIGHTING 100
+
+enum pause_kind { PAUSE_SPIN, PAUSE_YIELD, PAUSE_SLEEP };
+
+// A detected spin is a sighting for the livelock rule, every
+// YIELDS_PER_SIGHTING-th yield is one; a sleep only tells the policy.
+static int spin_sighting(weft_platform *p, int pe, uint64_t pc, pause_kind kind)
 {
     std::lock_guard<std::mutex> g(p->mu);
     Slot &s = p->slots[pe];
     bool again = pause_again_locked(p, pe);
-    if (p->policy && sleep)
+    if (p->policy && kind == PAUSE_SLEEP)
         p->pol_slept(pe, again);
     else if (p->policy)
         p->pol_yielded(pe);
     // A sleep is no sign of a livelock: time may end the wait (a loop with
     // a deadline, or a bounded number of retries), and three sleeps in a
     // row with no write in between need not be a loop at all.
-    if (sleep)
+    if (kind == PAUSE_SLEEP || (kind == PAUSE_YIELD && ++s.yields % YIELDS_PER_SIGHTING != 0))
         return 0;
     s.spin_count++;
     s.spin_pc = pc;
@@ -571,12 +587,17 @@ static int spin_sighting(weft_platform *p, int pe, uint64_t pc, bool sleep)
 
 int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
 {
-    return spin_sighting(p, pe, pc, false);
+    return spin_sighting(p, pe, pc, PAUSE_SPIN);
+}
+
+int weft_platform_yielded(weft_platform *p, int pe, uint64_t pc)
+{
+    return spin_sighting(p, pe, pc, PAUSE_YIELD);
 }
 
 void weft_platform_sleep(weft_platform *p, int pe, uint64_t pc)
 {
-    (void)spin_sighting(p, pe, pc, true);
+    (void)spin_sighting(p, pe, pc, PAUSE_SLEEP);
 }
 
 void weft_platform_progress(weft_platform *p, int pe)

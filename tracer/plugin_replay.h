@@ -82,6 +82,9 @@ const char *server_note_fds(int skip_a, int skip_b);
 /* In a child: its own files at the snapshot's offsets, its own pipes with
  * what they held; exits the child if it cannot. */
 void server_take_fds(void);
+/* ... and, once its stdout and stderr are the run's, the program's other
+ * descriptors of the server's streams (an opened /dev/stdout) too. */
+void server_take_stream_copies(void);
 
 /* plugin_sched.c */
 /* A policy parameter (sched, seed, depth, steps, nthreads, radius,

@@ -58,6 +58,8 @@ enum {
     NR_CLONE = 220,
     NR_EXECVE = 221,
     NR_EXECVEAT = 281,
+    NR_GETPID = 172,
+    NR_GETTID = 178,
 };
 
 /* Descriptors a child cannot make its own again, as it does files and pipes
@@ -288,6 +290,7 @@ static void become_child(const request *rq, const pct_config *cfg, pct_policy *p
     server_take_fds();
     take_stream(1, rq->stdout_path);
     take_stream(2, rq->stderr_path);
+    server_take_stream_copies();
     /* The copy kept for a guest that closes fd 2 is this run's stderr now,
      * not the server's (which weft reads once and removes). */
     if (g_plugin.stderr_copy >= 0)
@@ -468,6 +471,13 @@ void server_at_syscall(vcpu_state *v, int64_t num, uint64_t a1)
     case NR_EXIT:
     case NR_EXIT_GROUP:
         decline("exits before creating a thread (every run is the same)");
+        break;
+    case NR_GETPID:
+    case NR_GETTID:
+        /* lbzip2 keeps its pid and its workers signal the main thread with
+         * kill(pid, SIGUSR2): in a child that went to the server, and every
+         * run hung to its timeout. */
+        decline("asks for its process id before its first thread (a child's is another)");
         break;
     default: {
         const char *what = shared_object(num);

@@ -10,7 +10,11 @@
  *   snapshot: a child's writes would otherwise be read by another, and the
  *   server's copy of the write end keep each child's reader from its end of
  *   file. A pipe with an end elsewhere (another process) cannot be: no
- *   server. */
+ *   server.
+ * - Another descriptor of the server's stdout or stderr (a /dev/stdout the
+ *   program opened, pixz's -o /dev/stdout, or a dup of fd 1) is the child's
+ *   stream: reopened, it wrote into the server's prefix file, and every run
+ *   of pixz failed its output check. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +31,7 @@ typedef struct open_fd {
     int fd, flags, fdflags;
     off_t offset; /* regular files */
     ino_t pipe;   /* pipes: the pipe's inode; 0 for a file */
+    int stream;   /* 1 or 2: the server's stdout or stderr under another number */
 } open_fd;
 
 typedef struct pipe_copy {
@@ -88,11 +93,24 @@ static int drain(pipe_copy *p, int fd)
     return 0;
 }
 
+/* Is st the file of the server's stream 1 or 2? Which, or 0. */
+static int stream_of(const struct stat *st, const struct stat std[2])
+{
+    for (int i = 0; i < 2; i++)
+        if (std[i].st_ino && st->st_dev == std[i].st_dev && st->st_ino == std[i].st_ino)
+            return i + 1;
+    return 0;
+}
+
 const char *server_note_fds(int skip_a, int skip_b)
 {
     DIR *d = opendir("/proc/self/fd");
     if (!d)
         return NULL;
+    struct stat std[2] = {0};
+    for (int i = 0; i < 2; i++)
+        if (fstat(i + 1, &std[i]) != 0 || !(S_ISREG(std[i].st_mode) || S_ISFIFO(std[i].st_mode)))
+            std[i].st_ino = 0;
     const char *why = NULL;
     struct dirent *e;
     while (!why && (e = readdir(d))) {
@@ -101,7 +119,12 @@ const char *server_note_fds(int skip_a, int skip_b)
         struct stat st;
         if (*end || end == e->d_name || fd == dirfd(d) || fstat((int)fd, &st) != 0)
             continue;
-        open_fd o = {(int)fd, fcntl((int)fd, F_GETFL), fcntl((int)fd, F_GETFD), -1, 0};
+        open_fd o = {(int)fd, fcntl((int)fd, F_GETFL), fcntl((int)fd, F_GETFD), -1, 0, 0};
+        if (fd > 2 && (o.stream = stream_of(&st, std)) != 0) {
+            if (keep_fd(o))
+                why = "has more open files than weft could note";
+            continue;
+        }
         if (S_ISREG(st.st_mode)) {
             o.offset = lseek((int)fd, 0, SEEK_CUR);
             if (keep_fd(o))
@@ -168,7 +191,7 @@ void server_take_fds(void)
 {
     for (size_t i = 0; i < nfds_at_fork; i++) {
         const open_fd *o = &fds_at_fork[i];
-        if (o->pipe)
+        if (o->pipe || o->stream)
             continue;
         char path[64];
         snprintf(path, sizeof path, "/proc/self/fd/%d", o->fd);
@@ -180,4 +203,13 @@ void server_take_fds(void)
     }
     for (size_t i = 0; i < npipes_at_fork; i++)
         take_pipe(&pipes_at_fork[i]);
+}
+
+void server_take_stream_copies(void)
+{
+    for (size_t i = 0; i < nfds_at_fork; i++) {
+        const open_fd *o = &fds_at_fork[i];
+        if (o->stream && (dup2(o->stream, o->fd) < 0 || fcntl(o->fd, F_SETFD, o->fdflags) < 0))
+            child_fail("making the run's stream of", o->fd);
+    }
 }

@@ -54,11 +54,18 @@ void plugin_spin_watch(vcpu_state *v, uint64_t pc, uint64_t addr, int write, uin
         plugin_spin_progress(v);
         return;
     }
+    /* Another thread ran: did anyone write? Not "a handoff ends the count":
+     * under random scheduling (or a spinner demoted at every load) a turn is
+     * a step or two, and a loop all threads spin in was never seen. */
     uint64_t sw = weft_platform_handoffs(p);
-    if (sw != v->spin_sw) { /* another thread ran: it may have written */
+    if (sw != v->spin_sw) {
         v->spin_sw = sw;
-        v->spin_loads = 0;
-        v->nspin = 0;
+        uint64_t e = weft_platform_progress_epoch(p);
+        if (e != v->spin_epoch) {
+            v->spin_epoch = e;
+            v->spin_loads = 0;
+            v->nspin = 0;
+        }
     }
     unsigned i = 0;
     while (i < v->nspin && v->spin_addr[i] != addr)
@@ -82,15 +89,20 @@ void plugin_spin_progress(vcpu_state *v)
     v->nspin = 0;
     v->lib_blocks = 0;
     weft_platform_progress(g_plugin.platform, v->pe);
+    v->spin_epoch = v->lib_epoch = weft_platform_progress_epoch(g_plugin.platform);
 }
 
 void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles)
 {
     v->lib_blocks = 0;
     uint64_t sw = weft_platform_handoffs(g_plugin.platform);
-    if (sw != v->lib_sw) { /* another thread ran meanwhile: it may have written */
+    if (sw != v->lib_sw) { /* another thread ran meanwhile: did anyone write? */
         v->lib_sw = sw;
-        return;
+        uint64_t e = weft_platform_progress_epoch(g_plugin.platform);
+        if (e != v->lib_epoch) {
+            v->lib_epoch = e;
+            return;
+        }
     }
     v->last_gated_pc = ti->pc;
     spin_demote(v, ti->pc, cycles);
@@ -98,7 +110,7 @@ void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles)
 
 void plugin_spin_yield(vcpu_state *v)
 {
-    if (weft_platform_spin(g_plugin.platform, v->pe, v->last_gated_pc))
+    if (weft_platform_yielded(g_plugin.platform, v->pe, v->last_gated_pc))
         livelock();
 }
 

@@ -110,12 +110,13 @@ typedef struct vcpu_state {
     uint32_t own_n;
     uint64_t point_pc; /* the last gate it reached (replays: the switch log's place) */
     const char *last_callee;
-    /* Spin watch (replays): gated loads since the last write or handoff,
-     * and the few addresses they read. */
-    uint64_t spin_sw, spin_loads, spin_addr[4], last_gated_pc;
+    /* Spin watch (replays): gated loads since anyone last wrote (the
+     * platform's progress epoch spin_epoch, checked when another thread ran
+     * since spin_sw), and the few addresses they read. */
+    uint64_t spin_sw, spin_epoch, spin_loads, spin_addr[4], last_gated_pc;
     unsigned nspin;
     /* ... and library blocks run in a row with no such write (libaccess=loops) */
-    uint64_t lib_sw, lib_blocks;
+    uint64_t lib_sw, lib_epoch, lib_blocks;
     /* POS: what the thread touched at its last point, and where each gated
      * pc went last time (a direct-mapped guess of a pending access). */
     uint64_t exec_obj;

@@ -202,6 +202,66 @@ else
   fail "shared: the cross compiler failed: $(head -3 "$work/cc2.log")"
 fi
 
+# The program's own descriptor of its stdout, opened before its first
+# thread (pixz -o /dev/stdout): each child's, not the server's prefix file
+# (every run of pixz failed its output check). And a program that keeps its
+# pid for a worker's kill() (lbzip2): a child's pid is another, the signal
+# went to the server (6 of 6 runs of this one exited 4, lbzip2's hung); one
+# qemu per run.
+cat >"$work/streams.c" <<'EOF'
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+static int out;
+static pid_t me;
+static volatile sig_atomic_t got;
+static void on_usr1(int sig) { (void)sig; got++; }
+static void *worker(void *arg)
+{
+    if (write(out, "worker\n", 7) != 7)
+        return arg;
+    if (me)
+        kill(me, SIGUSR1);
+    return NULL;
+}
+int main(int argc, char **argv)
+{
+    out = open("/dev/stdout", O_WRONLY);
+    if (out < 0)
+        return 3;
+    signal(SIGUSR1, on_usr1);
+    if (argc > 1 && !strcmp(argv[1], "pid"))
+        me = getpid();
+    pthread_t t[2];
+    for (long i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, worker, (void *)i);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    return me && got == 0 ? 4 : 0;
+}
+EOF
+if aarch64-linux-gnu-gcc -static -pthread -O1 -o "$work/streams" "$work/streams.c" 2>"$work/cc3.log"; then
+  printf 'worker\nworker\n' >"$work/streams.expected"
+  same devstdout --sched pct --depth 2 --runs 6 -- "$work/streams"
+  run_status st "$WEFT" replay --sched pct --runs 6 --jobs 2 --timeout 30 \
+    --expect-output "$work/streams.expected" --output "$work/devout" -- "$work/streams" \
+    </dev/null >"$work/devout.log" 2>&1
+  check "devstdout: the output check passes under the server (status $st; $(jq -r .verdict "$work/devout/runs.jsonl" | sort | uniq -c | xargs))" \
+    test "$st $(jq -r .verdict "$work/devout/runs.jsonl" | sort | uniq -c | xargs)" = "0 6 pass"
+  check "devstdout: under the server" bash -c "! grep -q 'one qemu per run' '$work/devout.log'"
+  run_status st "$WEFT" replay --sched pct --runs 4 --jobs 2 --timeout 30 \
+    --expect-output "$work/streams.expected" --output "$work/pid" -- "$work/streams" pid \
+    </dev/null >"$work/pid.log" 2>&1
+  check "pid kept: 4 runs pass (status $st; $(jq -r .verdict "$work/pid/runs.jsonl" | sort | uniq -c | xargs))" \
+    test "$st $(jq -r .verdict "$work/pid/runs.jsonl" | sort | uniq -c | xargs)" = "0 4 pass"
+  check "pid kept: the note says why" \
+    grep -q "asks for its process id before its first thread.*: one qemu per run" "$work/pid.log"
+else
+  fail "streams: the cross compiler failed: $(head -3 "$work/cc3.log")"
+fi
+
 # Programs a server cannot serve: one qemu per run, said in one line.
 run_status st "$WEFT" replay --sched random --points none --runs 3 --jobs 2 --expect-exit 2 \
   --output "$work/nothread" -- "$WEFT_FIXTURES/many_threads" 0 >"$work/nothread.log" 2>&1

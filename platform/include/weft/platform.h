@@ -132,6 +132,9 @@ typedef enum weft_set_mode {
  * Returns 0, or -1 if threads exist already. */
 int weft_platform_set_policy(weft_platform *p, struct pct_policy *policy, weft_set_mode mode);
 uint64_t weft_platform_handoffs(weft_platform *p);
+/* Moves (replays) at the first write, or futex call, after a handoff or a
+ * spin sighting: unchanged across turns, nobody wrote in between. */
+uint64_t weft_platform_progress_epoch(weft_platform *p);
 /* A block starts at `cycles`. If `may_wait`, a replayed PE that does not
  * hold the token waits for it here (it may have been let out of a gate so
  * qemu could run an exclusive section), marked busy meanwhile (see
@@ -169,6 +172,10 @@ void weft_platform_busy(weft_platform *p, int pe, int delta);
  * when every live thread that can run has been seen spinning since the last
  * progress (a livelock: nothing any thread does can end it). */
 int weft_platform_spin(weft_platform *p, int pe, uint64_t pc);
+/* Replays: the PE yielded (sched_yield, YIELD, WFE) at pc: demoted as for a
+ * spin; every 100th yield since the last progress is a livelock sighting
+ * (a bounded retry loop polls a few times and gives up). */
+int weft_platform_yielded(weft_platform *p, int pe, uint64_t pc);
 /* Replays: the PE called nanosleep at pc. The policy demotes it as for a
  * yield, except the first pause since the last progress, which leaves it
  * above the threads a change point delayed (pct_thread_slept). No sighting
