@@ -1,6 +1,7 @@
 # weft replay: options, verdicts, known bugs, bug-free controls, campaigns.
 weft_e2e_test(e2e_replay_cli replay_cli.sh)
 weft_e2e_test(e2e_replay_verdicts replay_verdicts.sh)
+weft_e2e_test(e2e_replay_yield_spin replay_yield_spin.sh)
 weft_e2e_test(e2e_replay_bugs replay_bugs.sh)
 weft_e2e_test(e2e_replay_controls replay_controls.sh)
 weft_e2e_test(e2e_replay_campaign replay_campaign.sh)

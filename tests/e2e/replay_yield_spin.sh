@@ -1,0 +1,69 @@
+# The livelock rule's two edges (docs/replay.md, "Spinning"). A correct
+# program whose workers poll a flag a few times with sched_yield and give up
+# was a livelock in every pct run: three yields each were three sightings.
+# And a barrier every thread spins in for ever was never seen spinning under
+# random, whose turns are a step or two (the count began again at every
+# handoff): each run went to --timeout.
+source "$(dirname "$0")/lib.sh"
+cat >"$work/yield_ok.c" <<'EOF'
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+static atomic_int work_available, gave_up;
+static void *worker(void *a)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        if (atomic_load(&work_available))
+            return a;
+        sched_yield();
+    }
+    atomic_fetch_add(&gave_up, 1);
+    return a;
+}
+int main(void)
+{
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, worker, NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    printf("gave up: %d\n", atomic_load(&gave_up));
+    return 0;
+}
+EOF
+cat >"$work/spin_all.c" <<'EOF'
+#include <pthread.h>
+#include <stdatomic.h>
+static atomic_int flag;
+static void *worker(void *a)
+{
+    while (!atomic_load(&flag)) /* nobody ever sets it */
+        ;
+    return a;
+}
+int main(void)
+{
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&t[i], NULL, worker, NULL);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+EOF
+cross_cc yield_ok
+cross_cc spin_all
+for s in pct random; do
+  run_status st "$WEFT" replay --sched $s --runs 10 --jobs 2 --timeout 20 --output "$work/y-$s" \
+    -- "$work/yield_ok" </dev/null >"$work/y-$s.log" 2>&1
+  check "bounded yields under $s: every run passes (status $st; $(jq -r .verdict "$work/y-$s/runs.jsonl" | sort | uniq -c | xargs))" \
+    test "$st $(jq -r .verdict "$work/y-$s/runs.jsonl" | sort | uniq -c | xargs)" = "0 10 pass"
+done
+for s in random pct; do
+  run_status st timeout -s KILL 300 "$WEFT" replay --sched $s --runs 4 --jobs 2 --timeout 20 \
+    --steps 100 --threads 4 --output "$work/s-$s" -- "$work/spin_all" </dev/null >"$work/s-$s.log" 2>&1
+  check "every thread spins under $s: livelock in every run (status $st; $(jq -r .verdict "$work/s-$s/runs.jsonl" | sort | uniq -c | xargs))" \
+    test "$(jq -r .verdict "$work/s-$s/runs.jsonl" | sort | uniq -c | xargs)" = "4 livelock"
+done
+finish
