@@ -217,10 +217,13 @@ if user_cc vec.cpp -g -O1; then
   check "vector: a worker's abort names its last line in the program" \
     grep -Eq 'T[12] raised it, last in the program at work\(int\) \(vec.cpp:5\)$' "$work/vc.details"
   # A fault in the C library's blocks counted inline cannot be placed: whose
-  # it was and where its program was.
+  # it was and where its program was. One in the vector's own code (its
+  # template, compiled into the program: a store through a pointer, which
+  # has a callback since the program's own accesses to its stack do) is
+  # placed there.
   check "vector: every crash says whose fault and where its program was" \
     test "$(jq -r 'select(.verdict == "crash") | .detail' "$work/vc/runs.jsonl" |
-      grep -Evc '(T[12] at work\(int\) \(vec.cpp:5\), |T[12] faulted in library code, last in the program at work\(int\) \(vec.cpp:5\)$)')" = 0
+      grep -Evc '(T[12] at work\(int\) \(vec.cpp:5\), |T[12] at .*_M_realloc_insert.* \(new_allocator.h:[0-9]+\), |T[12] faulted in library code, last in the program at work\(int\) \(vec.cpp:5\)$)')" = 0
   check "vector: no verdict names a PLT stub or the vector's template" \
     bash -c "! grep -Eq '@plt|\.plt|vector\.tcc' '$work/vc.details'"
   run_status st "$WEFT" replay --sched random --seed "${seed:-1}" --explain -o "$work/vx" -- "$work/vec" \
