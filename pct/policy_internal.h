@@ -14,7 +14,8 @@ struct thread {
     pct_tid parent;
     pct_thread_state state;
     int64_t prio;
-    int64_t nap; /* > 0: in the sleepers' band at prio d - 1, larger ranks first */
+    int64_t nap;            /* > 0: in the sleepers' band at prio d - 1, larger ranks first */
+    uint32_t naps_since_cp; /* sleeps it took into that band since the last change point */
     bool ever_low;
     uint64_t steps, yields, time;
     bool yielded_since; /* yielded since the last decision */

@@ -64,8 +64,10 @@ struct alignas(64) Slot {
     // spin_epoch, last at spin_pc. Guarded by the platform lock.
     uint64_t spin_epoch = ~0ull, spin_count = 0, spin_pc = 0;
     uint64_t yields = 0; // in spin_epoch (spin_sighting)
-    // It spun, yielded or slept in spin_epoch (a sleep is no sighting).
+    // It spun, yielded or slept since it last made progress itself (its own
+    // write outside a stack or futex call: own_progress, its thread's alone).
     bool paused = false;
+    std::atomic<bool> own_progress{false};
     // Set by the PE's own thread before its gate, read there (POS).
     uint64_t exec_obj = 0, pend_obj = 0;
     int exec_acc = PCT_ACCESS_UNKNOWN, pend_acc = PCT_ACCESS_UNKNOWN;

@@ -149,9 +149,10 @@ int pct_thread_exited(pct_policy *p, pct_tid tid);
 int pct_thread_yielded(pct_policy *p, pct_tid tid);
 /* nanosleep: a yield, but under pct and rpro a thread that has not been
  * delayed goes below the threads that have not been delayed either and stays
- * above those a change point delayed, so a delay can outlast a sleep. again:
- * it slept or spun before with no progress by any thread since; it is
- * waiting for someone, and goes below everything as a yield does. */
+ * above those a change point delayed, so a delay can outlast a sleep (each
+ * thread's first eight since the last change point). again: it slept or
+ * spun before with no progress of its own since; it is waiting for someone,
+ * and goes below everything as a yield does. */
 int pct_thread_slept(pct_policy *p, pct_tid tid, bool again);
 /* tid executed one schedule point. If it was a choice (see
  * count_all_steps) the step counter advances and, at a change point k_i,
