@@ -60,8 +60,12 @@ void weft_races_free(weft_races *d)
         return;
     for (uint32_t i = 0; i < d->nth; i++) {
         rthread *t = &d->th[i];
-        vc_free(&t->C), vc_free(&t->snap), vc_free(&t->exit_clock), vc_free(&t->pending);
+        vc_free(&t->C), vc_free(&t->exit_clock), vc_free(&t->pending);
+        for (uint32_t k = 0; k < t->nsnaps; k++)
+            vc_free(&t->snaps[k].C);
+        free(t->snaps);
     }
+    free(d->clone_of);
     free(d->th);
     for (size_t i = 0; i < d->nsyncs; i++)
         vc_free(&d->syncs[i]);
@@ -141,12 +145,51 @@ static int thread_acquire(weft_races *d, rthread *t, const vclock *from)
  * descriptor (its tid word, which join waits on, is close by). */
 static int on_clone(weft_races *d, rthread *t, uint32_t i)
 {
-    if (vc_copy(&t->snap, &t->C) != 0)
+    struct clone_snap *v = races_grow(t->snaps, t->nsnaps, &t->cap_snaps, sizeof *v, 4);
+    if (!v)
         return oom(d);
-    t->has_snap = 1;
-    t->snap_anchor = t->last_write;
-    t->snap_has_anchor = t->has_last_write;
+    t->snaps = v;
+    struct clone_snap *s = &v[t->nsnaps];
+    *s = (struct clone_snap){.anchor = t->last_write, .has_anchor = t->has_last_write};
+    if (vc_copy(&s->C, &t->C) != 0)
+        return oom(d);
+    t->nsnaps++;
     thread_tick(t, i);
+    return 0;
+}
+
+/* The clone that made thread `child` of p: by the thread table, or else the
+ * latest not yet taken. A policy may have p clone twice before the first
+ * child starts: one snapshot for both gave the first child the second
+ * clone's clock and descriptor, and its join was lost (a false race on what
+ * it wrote, in a replay's trace). NULL: none. */
+static struct clone_snap *snap_for(weft_races *d, rthread *p, uint32_t child)
+{
+    if (child < d->nclone_of && d->clone_of[child] < p->nsnaps) {
+        struct clone_snap *s = &p->snaps[d->clone_of[child]];
+        return s->used ? NULL : s;
+    }
+    for (uint32_t k = p->nsnaps; k-- > 0;)
+        if (!p->snaps[k].used)
+            return &p->snaps[k];
+    return NULL;
+}
+
+int weft_races_threads(weft_races *d, const weft_trace_thread *th, uint32_t n)
+{
+    free(d->clone_of);
+    d->clone_of = calloc(n ? n : 1, sizeof *d->clone_of);
+    uint32_t *made = calloc(n ? n : 1, sizeof *made);
+    if (!d->clone_of || !made) {
+        free(made);
+        return oom(d);
+    }
+    d->nclone_of = n;
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t p = th[j].parent;
+        d->clone_of[j] = p < n ? made[p]++ : UINT32_MAX;
+    }
+    free(made);
     return 0;
 }
 
@@ -155,12 +198,14 @@ static int on_thread_start(weft_races *d, rthread *t, uint32_t parent)
     if (parent >= d->nth || !d->th[parent].born || &d->th[parent] == t)
         return 0; /* the main thread, or a creator we never saw */
     rthread *p = &d->th[parent];
-    if (p->has_snap) {
-        if (thread_acquire(d, t, &p->snap) != 0)
+    struct clone_snap *s = snap_for(d, p, (uint32_t)(t - d->th));
+    if (s) {
+        if (thread_acquire(d, t, &s->C) != 0)
             return -1;
-        p->has_snap = 0;
-        t->anchor = p->snap_anchor;
-        t->has_anchor = p->snap_has_anchor;
+        s->used = 1;
+        vc_free(&s->C);
+        t->anchor = s->anchor;
+        t->has_anchor = s->has_anchor;
     } else { /* no clone event: the creator's clock now is the best there is */
         if (thread_acquire(d, t, &p->C) != 0)
             return -1;
@@ -514,6 +559,9 @@ int weft_races_analyze(weft_races *d, weft_trace *t, char *err, size_t errlen)
         if (r < 0)
             return races_fail(err, errlen, "%s", weft_trace_error(t));
     }
+    const weft_trace_summary *sum = weft_trace_get_summary(t);
+    if (sum && sum->nthreads && weft_races_threads(d, sum->threads, sum->nthreads) != 0)
+        return races_fail(err, errlen, "%s: out of memory", weft_trace_path(t));
     weft_trace_rewind(t);
     while ((r = weft_trace_next(t, &ev)) == 1)
         if (weft_races_feed(d, &ev) != 0)

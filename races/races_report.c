@@ -30,23 +30,29 @@ static void describe_addr(weft_symbols *syms, uint64_t addr, char *out, size_t l
 }
 
 /* "worker (lost_update.c:21)", "memcpy", "libc.so.6" (a library's pc
- * without a symbol) or "?". */
-static void describe_pc(weft_symbols *syms, uint64_t pc, char *out, size_t len)
+ * without a symbol), "plzip+0x8344" (a stripped program's, at its link
+ * address, for objdump) or "?". */
+static void describe_pc(weft_symbols *syms, const char *binary, uint64_t pc, char *out, size_t len)
 {
     const char *fn = NULL, *file = NULL;
     int line = 0;
     if (syms && weft_symbols_pc(syms, pc, &fn, &file, &line) != 0)
         fn = weft_symbols_object_of(syms, pc);
-    if (file && line > 0)
+    if (file && line > 0) {
         snprintf(out, len, "%s (%s:%d)", fn ? fn : "?", file, line);
-    else
+    } else if (!fn && syms && binary) {
+        const char *base = strrchr(binary, '/');
+        snprintf(out, len, "%s+0x%" PRIx64, base ? base + 1 : binary,
+                 pc - (uint64_t)weft_symbols_bias(syms));
+    } else {
         snprintf(out, len, "%s", fn ? fn : "?");
+    }
 }
 
-static void print_side(FILE *out, weft_symbols *syms, const weft_race_access *a)
+static void print_side(FILE *out, weft_symbols *syms, const char *binary, const weft_race_access *a)
 {
     char where[1024];
-    describe_pc(syms, a->pc, where, sizeof where);
+    describe_pc(syms, binary, a->pc, where, sizeof where);
     fprintf(out,
             "  T%-3" PRIu32 " %s%-5s %2u bytes at %" PRIu64 " ns (seq %" PRIu64 "), pc 0x%" PRIx64
             " in %s\n",
@@ -86,8 +92,9 @@ int weft_races_print(weft_races *d, const weft_races_source *src, weft_symbols *
         else if (r->stack_of != UINT32_MAX)
             fprintf(out, " (a local on T%" PRIu32 "'s stack)", r->stack_of);
         fprintf(out, ": %" PRIu64 " instance%s, the first:\n", r->count, r->count == 1 ? "" : "s");
-        print_side(out, syms, &r->first);
-        print_side(out, syms, &r->second);
+        const char *binary = src && src->meta ? src->meta->binary_path : NULL;
+        print_side(out, syms, binary, &r->first);
+        print_side(out, syms, binary, &r->second);
     }
     const uint64_t *pcs;
     size_t npcs = weft_races_pcs(d, &pcs);

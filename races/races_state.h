@@ -157,10 +157,15 @@ unsigned races_code_classify(void *code, uint64_t pc);
 typedef struct rthread {
     vclock C;       /* FastTrack's C_t */
     uint64_t epoch; /* E_t = C_t(t)@t */
-    /* At its last clone: its clock, and its last write (see on_clone). */
-    vclock snap;
-    uint64_t snap_anchor;
-    int has_snap, snap_has_anchor;
+    /* At each of its clones, in order: its clock and its last write (see
+     * on_clone), until the child it made starts. */
+    struct clone_snap {
+        vclock C;
+        uint64_t anchor;
+        int has_anchor, used;
+    } * snaps;
+    uint32_t nsnaps;
+    size_t cap_snaps;
     /* Where its creator set it up (glibc: its descriptor), for joins. */
     uint64_t anchor;
     int has_anchor;
@@ -224,6 +229,10 @@ struct weft_races {
     size_t nexits, cap_exits;
     uint32_t *waiters; /* threads in a futex wait */
     size_t nwaiters, cap_waiters;
+    /* Which of its creator's clones made each thread (0 = the first), from
+     * the trace's thread table (weft_races_threads); NULL: unknown. */
+    uint32_t *clone_of;
+    uint32_t nclone_of;
     weft_races_stats stats;
     char error[256];
 };

@@ -79,6 +79,16 @@ check "the variable is said to be a local on main's stack" \
 check "... in the text too" grep -q "^race 1 on 0x[0-9a-f]* (a local on T0's stack)" "$work/racy.txt"
 check "every race is in work()" \
   test "$(jq -c '[.races[] | .first.function, .second.function] | unique' "$work/racy.json")" = '["work"]'
+# Stripped and position-independent: a pc without a symbol is named by the
+# program and its link address, as objdump shows it (it printed "?").
+cp "$work/local.c" "$work/stripped.c"
+if user_cc stripped.c -O1 && aarch64-linux-gnu-strip "$work/stripped"; then
+  "$WEFT" trace -q -o "$work/stripped.wtr" -- "$work/stripped" >/dev/null 2>&1 || true
+  "$WEFT" races "$work/stripped.wtr" >"$work/stripped.txt" 2>&1 || true
+  pc=$(grep -o -m1 ' in stripped+0x[0-9a-f]*$' "$work/stripped.txt" | sed 's/.*+0x//')
+  check "stripped: a race's pc is named stripped+0x$pc, an instruction of the binary" \
+    bash -c "[ -n '$pc' ] && aarch64-linux-gnu-objdump -d '$work/stripped' | grep -q '^ *$pc:'"
+fi
 "$WEFT" trace -q -o "$work/locked.wtr" -- "$work/local-locked" >"$work/locked.out"
 check "the locked twin's total" grep -qx 100 "$work/locked.out"
 run_status st "$WEFT" races "$work/locked.wtr" >"$work/locked.races"

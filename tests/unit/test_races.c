@@ -50,6 +50,49 @@ static void test_join_by_acquire_near_descriptor(void **state)
     }
 }
 
+/* A policy lets main clone twice before its first child starts: the first
+ * child is the first clone's (its clock, its descriptor for the join), by
+ * the thread table. One snapshot per creator gave it the second clone's,
+ * and the join of it, near the first descriptor, was lost: a false race. */
+static void test_two_clones_before_the_first_start(void **state)
+{
+    (void)state;
+    for (int table = 0; table < 2; table++) {
+        seqb b = {0};
+        start_main(&b);
+        wr(&b, 0, PD + 0x400, 1, 0x400); /* the first child's descriptor */
+        add(&b, 0, WEFT_EV_SYSCALL, 220, 0, 0, 0);
+        wr(&b, 0, Y, 8, 0x408);               /* after the first clone: races with T1's read */
+        wr(&b, 0, PD + (1u << 20), 1, 0x400); /* the second child's, far away */
+        add(&b, 0, WEFT_EV_SYSCALL, 220, 0, 0, 0);
+        add(&b, 1, WEFT_EV_THREAD_START, 0, 0, 0, 0);
+        rd(&b, 1, Y, 8, 0x508);
+        wr(&b, 1, X, 8, 0x500);
+        add(&b, 1, WEFT_EV_THREAD_EXIT, 0, 0, 0, 0);
+        add(&b, 2, WEFT_EV_THREAD_START, 0, 0, 0, 0);
+        add(&b, 2, WEFT_EV_THREAD_EXIT, 0, 0, 0, 0);
+        atom(&b, 0, PD + 0xd0, P_LDAR); /* joins T1: its tid word */
+        rd(&b, 0, X, 8, 0x404);
+        weft_races_config cfg = weft_races_config_default();
+        cfg.classify = classify;
+        char err[256];
+        weft_races *d = weft_races_create(&cfg, err, sizeof err);
+        assert_non_null(d);
+        weft_trace_thread th[3] = {{.id = 0, .parent = UINT32_MAX}, {.id = 1}, {.id = 2}};
+        if (table)
+            assert_int_equal(weft_races_threads(d, th, 3), 0);
+        for (size_t i = 0; i < b.n; i++)
+            assert_int_equal(weft_races_prescan(d, &b.ev[i]), 0);
+        for (size_t i = 0; i < b.n; i++)
+            assert_int_equal(weft_races_feed(d, &b.ev[i]), 0);
+        if (table) { /* Y's race is found, X's join is seen */
+            assert_int_equal(weft_races_count(d), 1);
+            assert_true(has_pair(d, 0x408, 0x508));
+        }
+        weft_races_free(d);
+    }
+}
+
 /* A join that waited: the wait on the tid word has no traced wake; the
  * exit that cleared it resumes the joiner. */
 static void test_join_by_futex_wait_resumed_at_exit(void **state)
@@ -330,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_fork_orders_creator_before_child),
         cmocka_unit_test(test_join_by_acquire_near_descriptor),
         cmocka_unit_test(test_join_by_futex_wait_resumed_at_exit),
+        cmocka_unit_test(test_two_clones_before_the_first_start),
         cmocka_unit_test(test_futex_wake_orders_the_waiting_thread),
         cmocka_unit_test(test_release_acquire),
         cmocka_unit_test(test_lock_taken_on_one_side_only),
