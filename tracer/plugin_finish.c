@@ -62,11 +62,16 @@ static void summary_outcome(weft_trace_summary *sum, uint32_t extra_flags,
         /* Said as well as flagged: whoever compares this run's trace with
          * another's learns why they may differ without reading flags. */
         sum->flags |= WEFT_TRACE_UNORDERED;
+        /* Which of the two it was: "stall escapes 0" on the next line of
+         * weft's summary read as a contradiction. */
         fprintf(stderr,
-                "weft: %" PRIu64 " synchronization point%s passed behind virtual time (a stall "
-                "escape, or a gate opened for qemu's exclusive section): the trace is flagged "
-                "unordered and may not repeat byte for byte\n",
-                st->late_gates, st->late_gates == 1 ? " was" : "s were");
+                "weft: %" PRIu64 " synchronization point%s passed behind virtual time (%s): the "
+                "trace is flagged unordered and may not repeat byte for byte\n",
+                st->late_gates, st->late_gates == 1 ? " was" : "s were",
+                st->escapes ? "after a stall escape, or at a gate opened for qemu's exclusive "
+                              "section"
+                            : "at a gate opened for qemu's exclusive section, another thread "
+                              "waiting in qemu for this one: no stall escape");
     }
     if (st->rejoins) {
         sum->flags |= WEFT_TRACE_UNORDERED;
