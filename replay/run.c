@@ -225,7 +225,11 @@ static void wait_words(const wait_site *ws, const char *futex, char *what, size_
     else
         snprintf(what, wlen, "%s", futex);
     int w = 0;
-    if (ws->api && ws->fn && strcmp(ws->api, ws->fn))
+    /* Not "in pthread_join (__aarch64_cas4_acq)": the outline atomic the
+     * library called last says nothing a reader needs. */
+    if (ws->api && ws->fn && strcmp(ws->api, ws->fn) && !strncmp(ws->fn, "__aarch64_", 10))
+        w = snprintf(where, welen, "in %s", ws->api);
+    else if (ws->api && ws->fn && strcmp(ws->api, ws->fn))
         w = snprintf(where, welen, "in %s (%s)", ws->api, ws->fn);
     else if (ws->fn)
         w = snprintf(where, welen, "in %s", ws->fn);
