@@ -290,10 +290,18 @@ static int collect_race_pcs(learn_points *p, const char *path)
     weft_races_config cfg = weft_races_config_default();
     cfg.binary = p->binary && access(p->binary, R_OK) == 0 ? p->binary : NULL;
     weft_trace *t = weft_trace_open(path, err, sizeof err);
+    weft_symbols *syms = NULL;
     if (t) {
         cfg.start_code = weft_trace_get_meta(t)->start_code;
         cfg.objects = weft_trace_get_meta(t)->objects;
         cfg.nobjects = weft_trace_get_meta(t)->nobjects;
+        /* The C library's own relaxed atomics are no race here either, as
+         * in weft races: a correct program's condition variables made
+         * racy points (3 of a bounded buffer's 5). No symbols: no rule. */
+        char serr[256];
+        if (cfg.binary)
+            syms = weft_symbols_open_run(cfg.binary, weft_trace_get_meta(t), serr, sizeof serr);
+        weft_races_config_library(&cfg, syms);
     }
     weft_races *d = t ? weft_races_create(&cfg, err, sizeof err) : NULL;
     if (!d || weft_races_analyze(d, t, err, sizeof err)) {
@@ -301,6 +309,7 @@ static int collect_race_pcs(learn_points *p, const char *path)
         if (t)
             weft_trace_close(t);
         weft_races_free(d);
+        weft_symbols_close(syms);
         return -1;
     }
     weft_trace_close(t);
@@ -311,6 +320,7 @@ static int collect_race_pcs(learn_points *p, const char *path)
         oom = !table_get(&p->pcs, found[i], 1);
     p->nraces += weft_races_count(d);
     weft_races_free(d);
+    weft_symbols_close(syms);
     if (oom)
         weft_error("profiling: out of memory");
     return oom ? -1 : 0;

@@ -97,6 +97,12 @@ for s in 1 2 3 4; do
   check "replayed seed $s: passes, no race in its run ($(grep -o 'races in this run.*' "$work/replay$s.out"))" \
     bash -c "grep -q '^verdict: pass' '$work/replay$s.out' && grep -q 'races in this run (.*): 0' '$work/replay$s.out'"
 done
+# --points races learns from the same analysis: the correct queue's
+# condition variables made racy points (8 reports of a bounded buffer).
+run_status st "$WEFT" replay --sched pct --runs 2 --points races -o "$work/rpoints" -- "$work/queue-ok" \
+  </dev/null >"$work/rpoints.log" 2>&1
+check "--points races on the correct queue: no race report in profiling ($(grep -o '[0-9]* race reports' "$work/rpoints.log" | head -1))" \
+  grep -q "profiling: 0 race reports" "$work/rpoints.log"
 # The OpenMP runtime's team bookkeeping (gomp_thread_start against
 # gomp_init_task) is its business too.
 cat >"$work/omp.c" <<'C'
