@@ -44,14 +44,17 @@ int opt_races_load(optimize_ctx *c)
 {
     char err[512];
     weft_races_config cfg = weft_races_config_default();
-    const char *bin = c->meta->binary_path;
-    cfg.binary = bin && *bin && access(bin, R_OK) == 0 ? bin : NULL;
+    /* As weft races sees them: where the objects were, the C library's
+     * own relaxed atomics no race. */
+    weft_symbols *syms = weft_races_config_run(&cfg, c->meta->binary_path, c->meta);
     weft_races *d = weft_races_create(&cfg, err, sizeof err);
     if (!d || weft_races_analyze(d, c->t, err, sizeof err)) {
         weft_error("%s: --from-races: %s", c->o->trace, err);
         weft_races_free(d);
+        weft_symbols_close(syms);
         return -1;
     }
+    weft_symbols_close(syms);
     size_t n = weft_races_count(d);
     const uint64_t *pcs;
     size_t npcs = weft_races_pcs(d, &pcs);

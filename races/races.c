@@ -2,6 +2,7 @@
  * happens-before edges a weft trace shows (docs/races.md), feeding every
  * memory access to FastTrack's shadow (races_shadow.c). */
 #include <string.h>
+#include <unistd.h>
 
 #include <stdio.h>
 
@@ -24,6 +25,19 @@ void weft_races_config_library(weft_races_config *c, weft_symbols *syms)
 {
     c->library_relaxed = syms ? libc_sync : NULL;
     c->library_ctx = syms;
+}
+
+weft_symbols *weft_races_config_run(weft_races_config *c, const char *binary,
+                                    const weft_trace_meta *m)
+{
+    c->binary = binary && *binary && access(binary, R_OK) == 0 ? binary : NULL;
+    c->start_code = m->start_code;
+    c->objects = m->objects;
+    c->nobjects = m->nobjects;
+    char err[256];
+    weft_symbols *syms = c->binary ? weft_symbols_open_run(c->binary, m, err, sizeof err) : NULL;
+    weft_races_config_library(c, syms);
+    return syms;
 }
 
 weft_races *weft_races_create(const weft_races_config *cfg, char *err, size_t errlen)

@@ -288,21 +288,11 @@ static int collect_race_pcs(learn_points *p, const char *path)
 {
     char err[512];
     weft_races_config cfg = weft_races_config_default();
-    cfg.binary = p->binary && access(p->binary, R_OK) == 0 ? p->binary : NULL;
     weft_trace *t = weft_trace_open(path, err, sizeof err);
-    weft_symbols *syms = NULL;
-    if (t) {
-        cfg.start_code = weft_trace_get_meta(t)->start_code;
-        cfg.objects = weft_trace_get_meta(t)->objects;
-        cfg.nobjects = weft_trace_get_meta(t)->nobjects;
-        /* The C library's own relaxed atomics are no race here either, as
-         * in weft races: a correct program's condition variables made
-         * racy points (3 of a bounded buffer's 5). No symbols: no rule. */
-        char serr[256];
-        if (cfg.binary)
-            syms = weft_symbols_open_run(cfg.binary, weft_trace_get_meta(t), serr, sizeof serr);
-        weft_races_config_library(&cfg, syms);
-    }
+    /* The C library's own relaxed atomics are no race here either, as in
+     * weft races: a correct program's condition variables made racy points
+     * (3 of a bounded buffer's 5). */
+    weft_symbols *syms = t ? weft_races_config_run(&cfg, p->binary, weft_trace_get_meta(t)) : NULL;
     weft_races *d = t ? weft_races_create(&cfg, err, sizeof err) : NULL;
     if (!d || weft_races_analyze(d, t, err, sizeof err)) {
         weft_error("profiling: races: %s", err);

@@ -78,6 +78,12 @@ weft_races_config weft_races_config_default(void);
 /* library_relaxed from the run's symbols (weft_symbols_in_libc_sync); syms
  * must outlive the analysis. NULL: none. */
 void weft_races_config_library(weft_races_config *c, weft_symbols *syms);
+/* For a run's trace (meta): its binary if readable, where the program and
+ * its objects were, and the library rule from the symbols it opens, which
+ * it returns (NULL without them) for weft_symbols_close after the
+ * analysis. */
+weft_symbols *weft_races_config_run(weft_races_config *c, const char *binary,
+                                    const weft_trace_meta *m);
 
 /* One side of a race: an access as traced. */
 typedef struct weft_race_access {
