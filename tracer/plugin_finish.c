@@ -39,6 +39,26 @@ static void take_vcpu(vcpu_state *v)
     }
 }
 
+/* The name of an AArch64 system call that may wait outside the guest. */
+static const char *syscall_name(uint32_t num)
+{
+    static const struct {
+        uint32_t num;
+        const char *name;
+    } names[] = {{22, "epoll_pwait"},      {63, "read"},           {65, "readv"},
+                 {67, "pread64"},          {72, "pselect6"},       {73, "ppoll"},
+                 {95, "waitid"},           {98, "futex"},          {101, "nanosleep"},
+                 {115, "clock_nanosleep"}, {133, "rt_sigsuspend"}, {137, "rt_sigtimedwait"},
+                 {202, "accept"},          {203, "connect"},       {207, "recvfrom"},
+                 {212, "recvmsg"},         {242, "accept4"},       {260, "wait4"}};
+    static _Thread_local char other[32];
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (names[i].num == num)
+            return names[i].name;
+    snprintf(other, sizeof other, "system call %u", num);
+    return other;
+}
+
 /* How the run ended, as the summary's flags and status say it. */
 static void summary_outcome(weft_trace_summary *sum, uint32_t extra_flags,
                             const weft_platform_stats *st)
@@ -75,13 +95,18 @@ static void summary_outcome(weft_trace_summary *sum, uint32_t extra_flags,
     }
     if (st->rejoins) {
         sum->flags |= WEFT_TRACE_UNORDERED;
+        uint64_t last = atomic_load(&g_plugin.last_rejoin);
+        char which[96] = "";
+        if (last)
+            snprintf(which, sizeof which, "; the last: T%u after %s", (unsigned)(last >> 32) - 1,
+                     syscall_name((uint32_t)last));
         fprintf(stderr,
                 "weft: %" PRIu64 " time%s a thread came back from a wait outside the guest (a "
                 "system call that blocked, such as a read of a pipe, or a wait its timeout "
                 "ended) after the others had run on, and resumed at their time, which the "
-                "host's timing decides: the trace is flagged unordered and may not repeat byte "
-                "for byte\n",
-                st->rejoins, st->rejoins == 1 ? "" : "s");
+                "host's timing decides%s: the trace is flagged unordered and may not repeat "
+                "byte for byte\n",
+                st->rejoins, st->rejoins == 1 ? "" : "s", which);
     }
     unsigned long timeouts = atomic_load(&g_plugin.host_timeouts);
     if (timeouts) {

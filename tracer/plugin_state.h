@@ -348,6 +348,9 @@ typedef struct plugin {
     /* Waits with a timeout that ended by it: when (and whether) that happens
      * is the host clock's decision, not virtual time's. */
     atomic_ulong host_timeouts;
+    /* The last thread that came back from a wait outside the guest after
+     * the others ran on: (pe + 1) << 32 | its syscall number; 0: none. */
+    _Atomic uint64_t last_rejoin;
     atomic_ulong sleeps_skipped; /* replays: sleeps that returned at once (plugin_sleep.c) */
     atomic_ulong random_fills;   /* replays: random bytes given from the fixed stream */
     /* mmap'd regions, to find a new thread's stack from clone's newsp */

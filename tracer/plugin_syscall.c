@@ -463,8 +463,10 @@ static int ended_by_timeout(const vcpu_state *v, int64_t num, int64_t ret)
  * passes a gate there, so that everything below it has run: its sync key
  * (else what the others did meanwhile would stay unordered with what it
  * does next, and be blamed). */
-static void syscall_rejoined(vcpu_state *v, uint64_t resume)
+static void syscall_rejoined(vcpu_state *v, int64_t num, uint64_t resume)
 {
+    if (resume != v->sys_cycles) /* said at the end: which thread, after what */
+        atomic_store(&g_plugin.last_rejoin, ((uint64_t)v->pe + 1) << 32 | (uint32_t)num);
     v->offset += resume - v->sys_cycles;
     if (resume == v->sys_cycles || g_plugin.cfg.settings.mode != WEFT_MODE_EXACT ||
         g_plugin.sched.policy)
@@ -496,7 +498,7 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
         uint64_t woke_at;
         int waker = weft_platform_woken_by(p, v->pe, &woke_at);
         if (waker < 0)
-            syscall_rejoined(v, resume);
+            syscall_rejoined(v, num, resume);
         else
             v->offset += resume - v->sys_cycles;
         if (waker >= 0 && (woke_at > v->sync_t || (woke_at == v->sync_t && waker > v->sync_pe))) {
@@ -508,7 +510,7 @@ static void syscall_return_bound(vcpu_state *v, int64_t num, int64_t ret)
         if (v->timeout_armed) /* the deadline passed, for whoever reads a clock */
             plugin_clock_passed(v->timeout_at);
     } else if (v->sys_released) {
-        syscall_rejoined(v, weft_platform_syscall_return(p, v->pe, v->sys_cycles));
+        syscall_rejoined(v, num, weft_platform_syscall_return(p, v->pe, v->sys_cycles));
         v->sys_released = 0;
     } else if (num == SYS_MMAP && ret > 0 && (ret & 0xfff) == 0) {
         remember_mapping((uint64_t)ret, v->sys_args[1]);

@@ -54,6 +54,8 @@ check "late pipe: status 0 (got $st)" test "$st" = 0
 check "late pipe: flagged unordered" \
   bash -c "'$WEFT' info '$work/pipe.wtr' | grep -Eq '^flags .*unordered'"
 check "late pipe: said on stderr" grep -q "came back from a wait outside the guest" "$work/pipe.out"
+check "late pipe: the line names the thread and its call ($(grep -o 'the last: [^:]*' "$work/pipe.out"))" \
+  grep -Eq "the last: T[0-9]+ after read:" "$work/pipe.out"
 check "late pipe: no gate passed behind virtual time" \
   bash -c "! grep -q 'behind virtual time' '$work/pipe.out'"
 finish
