@@ -79,7 +79,7 @@ void weft_races_free(weft_races *d)
             vc_free(&t->snaps[k].C);
         free(t->snaps);
     }
-    free(d->clone_of);
+    free(d->born_at);
     free(d->th);
     for (size_t i = 0; i < d->nsyncs; i++)
         vc_free(&d->syncs[i]);
@@ -157,14 +157,15 @@ static int thread_acquire(weft_races *d, rthread *t, const vclock *from)
 /* clone: the child's start sees the creator's clock at the clone. The
  * creator's last write before it is where glibc set up the child's
  * descriptor (its tid word, which join waits on, is close by). */
-static int on_clone(weft_races *d, rthread *t, uint32_t i)
+static int on_clone(weft_races *d, rthread *t, uint32_t i, uint64_t time)
 {
     struct clone_snap *v = races_grow(t->snaps, t->nsnaps, &t->cap_snaps, sizeof *v, 4);
     if (!v)
         return oom(d);
     t->snaps = v;
     struct clone_snap *s = &v[t->nsnaps];
-    *s = (struct clone_snap){.anchor = t->last_write, .has_anchor = t->has_last_write};
+    *s =
+        (struct clone_snap){.time = time, .anchor = t->last_write, .has_anchor = t->has_last_write};
     if (vc_copy(&s->C, &t->C) != 0)
         return oom(d);
     t->nsnaps++;
@@ -172,38 +173,31 @@ static int on_clone(weft_races *d, rthread *t, uint32_t i)
     return 0;
 }
 
-/* The clone that made thread `child` of p: by the thread table, or else the
- * latest not yet taken. A policy may have p clone twice before the first
- * child starts: one snapshot for both gave the first child the second
- * clone's clock and descriptor, and its join was lost (a false race on what
- * it wrote, in a replay's trace). NULL: none. */
+/* The clone that made thread `child` of p: the latest not yet taken, no
+ * later than the child's creation time when the thread table gives it. A
+ * policy may have p clone twice before the first child starts: one
+ * snapshot for both gave the first child the second clone's clock and
+ * descriptor, and its join was lost (a false race on what it wrote, in a
+ * replay's trace). By time, not by count: a fork's clone makes no thread.
+ * NULL: none. */
 static struct clone_snap *snap_for(weft_races *d, rthread *p, uint32_t child)
 {
-    if (child < d->nclone_of && d->clone_of[child] < p->nsnaps) {
-        struct clone_snap *s = &p->snaps[d->clone_of[child]];
-        return s->used ? NULL : s;
-    }
+    int known = child < d->nborn_at;
     for (uint32_t k = p->nsnaps; k-- > 0;)
-        if (!p->snaps[k].used)
+        if (!p->snaps[k].used && (!known || p->snaps[k].time <= d->born_at[child]))
             return &p->snaps[k];
     return NULL;
 }
 
 int weft_races_threads(weft_races *d, const weft_trace_thread *th, uint32_t n)
 {
-    free(d->clone_of);
-    d->clone_of = calloc(n ? n : 1, sizeof *d->clone_of);
-    uint32_t *made = calloc(n ? n : 1, sizeof *made);
-    if (!d->clone_of || !made) {
-        free(made);
+    free(d->born_at);
+    d->nborn_at = 0;
+    if (!(d->born_at = malloc((n ? n : 1) * sizeof *d->born_at)))
         return oom(d);
-    }
-    d->nclone_of = n;
-    for (uint32_t j = 0; j < n; j++) {
-        uint32_t p = th[j].parent;
-        d->clone_of[j] = p < n ? made[p]++ : UINT32_MAX;
-    }
-    free(made);
+    for (uint32_t j = 0; j < n; j++)
+        d->born_at[j] = th[j].start_time;
+    d->nborn_at = n;
     return 0;
 }
 
@@ -490,10 +484,10 @@ int weft_races_feed(weft_races *d, const weft_event *ev)
     case WEFT_EV_FUTEX_WAKE:
         return on_futex_wake(d, t, i, ev->addr);
     case WEFT_EV_SYSCALL:
-        /* clone and clone3 (AArch64 numbers); fork's clone makes no thread
-         * and its snapshot is simply replaced by the next clone's. */
+        /* clone and clone3 (AArch64 numbers); a fork's clone makes no
+         * thread, and no child takes its snapshot (snap_for). */
         if (ev->addr == 220 || ev->addr == 435)
-            return on_clone(d, t, i);
+            return on_clone(d, t, i, ev->time);
         return 0;
     default:
         return 0;

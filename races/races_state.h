@@ -161,6 +161,7 @@ typedef struct rthread {
      * on_clone), until the child it made starts. */
     struct clone_snap {
         vclock C;
+        uint64_t time; /* of the clone event */
         uint64_t anchor;
         int has_anchor, used;
     } * snaps;
@@ -229,10 +230,10 @@ struct weft_races {
     size_t nexits, cap_exits;
     uint32_t *waiters; /* threads in a futex wait */
     size_t nwaiters, cap_waiters;
-    /* Which of its creator's clones made each thread (0 = the first), from
-     * the trace's thread table (weft_races_threads); NULL: unknown. */
-    uint32_t *clone_of;
-    uint32_t nclone_of;
+    /* Each thread's creation time (its creator's clone), from the trace's
+     * thread table (weft_races_threads); NULL: unknown. */
+    uint64_t *born_at;
+    uint32_t nborn_at;
     weft_races_stats stats;
     char error[256];
 };

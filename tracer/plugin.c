@@ -331,16 +331,19 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     int reads = plugin_reads_observed();
     int stack_unobserved = plugin_stack_unobserved();
     ti->pc = n ? qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0)) : 0;
-    ti->own = g_plugin.sched.have_code && sched_own_pc(ti->pc);
+    /* The program's own code: its stack accesses through a pointer are
+     * recorded (INSN_PROGRAM); without the code map (no symbols), its
+     * binary's text, a static program's C library included. */
+    int program = g_plugin.sched.have_code
+                      ? sched_own_pc(ti->pc)
+                      : ti->pc >= qemu_plugin_start_code() && ti->pc < qemu_plugin_end_code();
+    /* Replays only: the own_pcs ring in tb_exec is a replay's run end, and
+     * a trace loads the code map too. */
+    ti->own = g_plugin.sched.policy && g_plugin.sched.have_code && program;
     ti->plt = ti->own && sched_in_plt(ti->pc);
     ti->lib = plugin_lib_rule() && !ti->own;
     ti->stack_wait = g_plugin.sched.policy && !ti->lib && plugin_tb_rereads_stack(tb, n, ti->pc);
     int lib_rule = ti->lib && !insn_tb_closes_wait_loop(tb, n);
-    /* Without the code map (no symbols), the program's code is its binary's
-     * text, a static program's C library included. */
-    int program = g_plugin.sched.have_code
-                      ? ti->own
-                      : ti->pc >= qemu_plugin_start_code() && ti->pc < qemu_plugin_end_code();
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         if (qemu_plugin_insn_size(insn) != 4)

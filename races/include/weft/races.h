@@ -127,10 +127,10 @@ int weft_races_prescan(weft_races *d, const weft_event *ev);
 /* Second pass: one event in canonical order. Returns 0, or -1 with a reason
  * in weft_races_error (thread index too large, out of memory). */
 int weft_races_feed(weft_races *d, const weft_event *ev);
-/* Before feeding: the trace's thread table, which says which of its
- * creator's clones made each thread (a creator may clone twice before its
- * first child starts). Without it, a child takes its creator's latest
- * clone not yet taken. 0, or -1 (out of memory). */
+/* Before feeding: the trace's thread table, whose creation times say which
+ * of its creator's clones made each thread (a creator may clone twice
+ * before its first child starts). Without it, a child takes its creator's
+ * latest clone not yet taken. 0, or -1 (out of memory). */
 int weft_races_threads(weft_races *d, const weft_trace_thread *th, uint32_t n);
 const char *weft_races_error(const weft_races *d);
 
