@@ -205,6 +205,9 @@ struct weft_platform {
     int stuck_token_holder(int pe);
     weft_gate_result wait_for_grant(int pe, uint64_t *resume);
     bool holder_stuck_in_qemu(int h);
+    // Has pe paused since it last made progress itself (spinning.cpp)? Also
+    // starts a new sighting count when anyone made progress. Locked.
+    bool pause_again_locked(int pe);
     uint64_t take_turn(int pe, uint64_t cycles);
     weft_gate_result policy_gate(int pe, uint64_t cycles, bool point, uint64_t *resume);
     void grant_locked(int pe, uint64_t at);

@@ -84,31 +84,6 @@ void weft_platform::note_maybe_idle_locked()
     }
 }
 
-// Has pe paused (spun, yielded, slept, waited for a timeout) since it last
-// made progress itself? Then it is waiting for someone, not for time. (Since
-// anyone's progress, a poller's every sleep after a step of the thread a
-// change point delayed was a first one, above that thread again: md5deep's
-// main thread polls with sleeps, and such a run took 1.1 million steps,
-// each of the worker's needing a starvation override, 27 s for 0.2.)
-static bool pause_again_locked(weft_platform *p, int pe)
-{
-    // Before the epoch is read: a write that then finds it unseen came before.
-    p->progress_seen.store(true);
-    Slot &s = p->slots[pe];
-    if (s.spin_epoch != p->progress_epoch.load(std::memory_order_relaxed)) {
-        s.spin_epoch = p->progress_epoch.load(std::memory_order_relaxed);
-        s.spin_count = 0;
-        s.yields = 0;
-    }
-    if (s.own_progress.load(std::memory_order_relaxed)) {
-        s.own_progress.store(false, std::memory_order_relaxed);
-        s.paused = false;
-    }
-    bool again = s.paused;
-    s.paused = true;
-    return again;
-}
-
 void weft_platform::policy_state_changed_locked(int pe, int st)
 {
     int old = slots[pe].state.exchange(st);
@@ -124,7 +99,7 @@ void weft_platform::policy_state_changed_locked(int pe, int st)
         // A timeout the schedule decides: the waiter stays enabled, as a
         // sleeper (a delay outlasts it), and being chosen fires it.
         if (slots[pe].sched_timeout)
-            pol_slept(pe, pause_again_locked(this, pe));
+            pol_slept(pe, pause_again_locked(pe));
         else
             pol_state(pe, OP_BLOCKED);
         break;
@@ -475,16 +450,6 @@ int weft_platform_set_policy(weft_platform *p, pct_policy *policy, weft_set_mode
     return 0;
 }
 
-uint64_t weft_platform_handoffs(weft_platform *p)
-{
-    return p->handoffs.load(std::memory_order_relaxed);
-}
-
-uint64_t weft_platform_progress_epoch(weft_platform *p)
-{
-    return p->progress_epoch.load(std::memory_order_relaxed);
-}
-
 uint64_t weft_platform_block_start(weft_platform *p, int pe, uint64_t cycles, int may_wait)
 {
     Slot &s = p->slots[pe];
@@ -542,99 +507,6 @@ void weft_platform_set_cpu_hooks(weft_platform *p, int (*leave)(void), void (*en
 uint64_t weft_platform_fork_waits(const weft_platform *p)
 {
     return uint64_t(p->fork_waits.load());
-}
-
-// Three sightings each, since the last progress: a thread demoted once may
-// just have been unlucky with who ran next; three rounds in which every
-// runnable thread only spun are no luck.
-#define LIVELOCK_SIGHTINGS 3
-
-// A yield is one of these many sightings: a loop that polls a few times
-// with sched_yield and then gives up (a bounded retry) yields without
-// writing, and three yields each made every such program a livelock; a
-// loop that yields for ever reaches this in microseconds of a replay.
-#define YIELDS_PER_SIGHTING 100
-
-enum pause_kind { PAUSE_SPIN, PAUSE_YIELD, PAUSE_SLEEP };
-
-// A detected spin is a sighting for the livelock rule, every
-// YIELDS_PER_SIGHTING-th yield is one; a sleep only tells the policy.
-static int spin_sighting(weft_platform *p, int pe, uint64_t pc, pause_kind kind)
-{
-    std::lock_guard<std::mutex> g(p->mu);
-    Slot &s = p->slots[pe];
-    bool again = pause_again_locked(p, pe);
-    if (p->policy && kind == PAUSE_SLEEP)
-        p->pol_slept(pe, again);
-    else if (p->policy)
-        p->pol_yielded(pe);
-    // A sleep is no sign of a livelock: time may end the wait (a loop with
-    // a deadline, or a bounded number of retries), and three sleeps in a
-    // row with no write in between need not be a loop at all.
-    if (kind == PAUSE_SLEEP || (kind == PAUSE_YIELD && ++s.yields % YIELDS_PER_SIGHTING != 0))
-        return 0;
-    s.spin_count++;
-    s.spin_pc = pc;
-    uint32_t n = p->count.load();
-    unsigned live = 0;
-    for (uint32_t q = 0; q < n; q++) {
-        int st = p->slots[q].state.load();
-        if (st == BLOCKED || st == EXITED || st == FREE)
-            continue;
-        // In a syscall that waits on the outside world, or on its way out:
-        // it may yet change something.
-        if (st != RUNNING ||
-            p->slots[q].spin_epoch != p->progress_epoch.load(std::memory_order_relaxed) ||
-            p->slots[q].spin_count < LIVELOCK_SIGHTINGS)
-            return 0;
-        live++;
-    }
-    return live > 0;
-}
-
-int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
-{
-    return spin_sighting(p, pe, pc, PAUSE_SPIN);
-}
-
-int weft_platform_yielded(weft_platform *p, int pe, uint64_t pc)
-{
-    return spin_sighting(p, pe, pc, PAUSE_YIELD);
-}
-
-void weft_platform_sleep(weft_platform *p, int pe, uint64_t pc)
-{
-    (void)spin_sighting(p, pe, pc, PAUSE_SLEEP);
-}
-
-void weft_platform_progress(weft_platform *p, int pe)
-{
-    // Every write outside a stack comes here: no lock, and under a policy
-    // one thread runs at a time, so the line does not bounce. Only the
-    // first write after a spinner looked bumps the epoch.
-    std::atomic<bool> &own = p->slots[pe].own_progress;
-    if (!own.load(std::memory_order_relaxed))
-        own.store(true, std::memory_order_relaxed);
-    if (p->progress_seen.load()) {
-        p->progress_seen.store(false);
-        p->progress_epoch.fetch_add(1);
-    }
-}
-
-size_t weft_platform_describe_spinners(weft_platform *p, char *buf, size_t len)
-{
-    std::lock_guard<std::mutex> g(p->mu);
-    size_t k = 0;
-    if (len)
-        buf[0] = 0;
-    uint32_t n = p->count.load();
-    for (uint32_t q = 0; q < n && k < len; q++) {
-        Slot &s = p->slots[q];
-        if (s.spin_epoch == p->progress_epoch.load(std::memory_order_relaxed) && s.spin_count)
-            k += size_t(snprintf(buf + k, len - k, "  T%u spins at pc 0x%llx\n", q,
-                                 (unsigned long long)s.spin_pc));
-    }
-    return k < len ? k : len;
 }
 
 void weft_platform_describe_step(weft_platform *p, int pe, uint64_t exec_obj, int exec_acc,
