@@ -418,7 +418,7 @@ static void command_lines(const char *dir)
 
 /* The traces of one format version: WEFT_TRACE_ZSTD_LEVEL=0 makes the
  * writer write version 1, WEFT_TRACE_FRAMES=1 version 3 (v3_*), and the
- * current version 4 otherwise. Spools are written with the current
+ * current version otherwise. Spools are written with the current
  * version's header whatever the version (fuzz/corpus/spool/v1_* are older
  * ones, wchk_* spools of chunks before their records were predicted). */
 static void traces(const char *tdir, const char *sdir, int version)
@@ -432,10 +432,10 @@ static void traces(const char *tdir, const char *sdir, int version)
     char a[600], b[600];
     snprintf(a, sizeof a, "%s/%skinds.wtr", tdir, v);
     snprintf(b, sizeof b, "%s/kinds.spool", sdir);
-    kinds(a, version == 4 ? b : NULL);
+    kinds(a, version == WEFT_TRACE_VERSION ? b : NULL);
     snprintf(a, sizeof a, "%s/%sblocks.wtr", tdir, v);
     snprintf(b, sizeof b, "%s/torn.spool", sdir);
-    blocks(a, version == 4 ? b : NULL);
+    blocks(a, version == WEFT_TRACE_VERSION ? b : NULL);
     snprintf(a, sizeof a, "%s/%sempty.wtr", tdir, v);
     empty(a);
     snprintf(a, sizeof a, "%s/%ssalvaged.wtr", tdir, v);
@@ -474,7 +474,7 @@ int main(int argc, char **argv)
         snprintf(p[i], sizeof p[i], "%s/%s", argv[1], sub[i]);
         mkdir(p[i], 0755);
     }
-    traces(p[0], p[1], 4);
+    traces(p[0], p[1], WEFT_TRACE_VERSION);
     traces(p[0], p[1], 3);
     traces(p[0], p[1], 1);
     snprintf(a, sizeof a, "%s/tail.wtr", p[0]);

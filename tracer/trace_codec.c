@@ -162,7 +162,13 @@ size_t trc_rec_decode(trc_delta *d, const uint8_t *p0, const uint8_t *end, weft_
  * 7 P (time step, pc, size and flags as predicted: no fields). A hot loop's
  * record is then its tag alone, where the plain encoding took about 7
  * bytes: the spool is written while the guest runs and read back by
- * finish, and its volume was a quarter of a guest thread's time. */
+ * finish, and its volume was a quarter of a guest thread's time.
+ *
+ * The payload holds the tags, the other fields and the address deltas as
+ * three streams one after the other (a u32 gives the fields' length):
+ * zstd then finds the tags' and the addresses' repeats among their own
+ * kind, and compressed a pigz trace 15% smaller in 5% less of the run's
+ * CPU than the records interleaved (version 4's chunks, still read). */
 #define CREC_A 0x10u
 #define CREC_P 0x80u
 
@@ -171,15 +177,21 @@ static inline uint32_t chunk_slot(uint64_t pc)
     return (uint32_t)((pc >> 2) ^ (pc >> (2 + CHUNK_PRED_BITS))) & (CHUNK_PRED - 1);
 }
 
+/* Bytes a record's fields other than tag and address take at most: time
+ * step, size, flags and pc. */
+#define CHUNK_FIELDS_MAX 24
+
 size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n)
 {
-    uint8_t *p = out;
+    /* Tags at out + 4, fields after them; the address deltas are staged
+     * past the fields' worst case and moved down at the end (4 + 35 n fits
+     * n * REC_MAX). */
+    uint8_t *t = out + 4, *p = t + n, *a0 = p + n * CHUNK_FIELDS_MAX, *a = a0;
     uint64_t time = ev[0].time, addr = 0, pc = 0;
     trc_chunk_pred pr;
     memset(&pr, 0, sizeof pr);
     for (size_t i = 0; i < n; i++) {
         const weft_event *e = &ev[i];
-        uint8_t *tag = p++;
         uint8_t k = e->kind & 0x0f;
         uint64_t dt = e->time - time, meta = CHUNK_META(k, e->size, e->flags);
         trc_chunk_slot *x = &pr.slot[chunk_slot(pc)];
@@ -209,17 +221,19 @@ size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n)
         if (e->addr == base)
             k |= CREC_A;
         else
-            p = trc_put_varint_room(p, trc_zigzag(e->addr - base));
+            a = trc_put_varint_room(a, trc_zigzag(e->addr - base));
         y->stride = known ? e->addr - y->addr : 0;
         y->akey = e->pc;
         y->addr = e->addr;
         y->avalid = 1;
-        *tag = k;
+        t[i] = k;
         time = e->time;
         addr = e->addr;
         pc = e->pc;
     }
-    return (size_t)(p - out);
+    put_u32(out, (uint32_t)(p - (t + n)));
+    memmove(p, a0, (size_t)(a - a0));
+    return (size_t)(p + (a - a0) - out);
 }
 
 size_t trc_chunk_build(uint8_t *out, uint32_t thread, const weft_event *ev, size_t n)
@@ -236,20 +250,48 @@ size_t trc_chunk_build(uint8_t *out, uint32_t thread, const weft_event *ev, size
     return CHUNK_HDR_SIZE + plen;
 }
 
-int trc_chunk_decode(trc_chunk_state *s, const uint8_t **pp, const uint8_t *end, trc_rec *out,
-                     uint32_t n, const char **why)
+int trc_chunk_open(trc_chunk_state *s, const uint8_t *b, uint32_t thread, const char **why)
 {
-    const uint8_t *p = *pp;
+    uint32_t count = get_u32(b + 8), len = get_u32(b + 12);
+    const uint8_t *p = b + CHUNK_HDR_SIZE, *end = p + len;
+    *s = (trc_chunk_state){.time = get_u64(b + 16), .thread = thread};
+    s->split = get_u32(b) == CHUNK_MAGIC;
+    s->end = end;
+    if (!s->split) {
+        s->tag = s->field = s->addr_at = p;
+        s->tag_end = s->field_end = end;
+        return 0;
+    }
+    if (len < 4 || count > len - 4 || get_u32(p) > len - 4 - count) {
+        *why = "chunk streams past the chunk";
+        return -1;
+    }
+    s->tag = p + 4;
+    s->tag_end = s->field = s->tag + count;
+    s->field_end = s->addr_at = s->field + get_u32(p);
+    return 0;
+}
+
+/* One loop for both layouts: an interleaved chunk's streams are one, so
+ * each stream starts where the previous one stopped (split is a constant
+ * in each caller below, and the compiler drops what it does not use). */
+static inline __attribute__((always_inline)) int
+chunk_decode(trc_chunk_state *s, trc_rec *out, uint32_t n, const char **why, const bool split)
+{
+    const uint8_t *t = s->tag, *f = s->field, *a = s->addr_at;
+    const uint8_t *tend = s->tag_end, *fend = s->field_end, *end = s->end;
     uint64_t time = s->time, addr = s->addr, pc = s->pc, v;
     trc_chunk_pred *pr = &s->pred;
     int rc = -1;
     for (uint32_t i = 0; i < n; i++) {
         trc_rec *r = &out[i];
-        if (p >= end) {
+        if (t >= tend) {
             *why = "record runs past the block";
             goto out;
         }
-        uint8_t k = *p++;
+        uint8_t k = *t++;
+        if (!split)
+            f = t;
         uint8_t kind = k & 0x0f;
         if (kind >= WEFT_EV_KIND_COUNT) {
             *why = "unknown event kind";
@@ -272,7 +314,7 @@ int trc_chunk_decode(trc_chunk_state *s, const uint8_t **pp, const uint8_t *end,
             r->size = (uint8_t)(x->meta >> 8);
             r->flags = (uint16_t)(x->meta >> 16);
         } else {
-            if (!(p = trc_get_varint(p, end, &v)) || time + v < time) {
+            if (!(f = trc_get_varint(f, fend, &v)) || time + v < time) {
                 *why = "bad time field";
                 goto out;
             }
@@ -281,20 +323,20 @@ int trc_chunk_decode(trc_chunk_state *s, const uint8_t **pp, const uint8_t *end,
             r->size = 0;
             r->flags = 0;
             if (k & REC_S) {
-                if (p >= end || *p == 0 || *p > 64) {
+                if (f >= fend || *f == 0 || *f > 64) {
                     *why = "bad size field";
                     goto out;
                 }
-                r->size = *p++;
+                r->size = *f++;
             }
             if (k & REC_F) {
-                if (!(p = trc_get_varint(p, end, &v)) || v == 0 || v > UINT16_MAX) {
+                if (!(f = trc_get_varint(f, fend, &v)) || v == 0 || v > UINT16_MAX) {
                     *why = "bad flags field";
                     goto out;
                 }
                 r->flags = (uint16_t)v;
             }
-            if (!(p = trc_get_varint(p, end, &v))) {
+            if (!(f = trc_get_varint(f, fend, &v))) {
                 *why = "bad pc field";
                 goto out;
             }
@@ -305,6 +347,8 @@ int trc_chunk_decode(trc_chunk_state *s, const uint8_t **pp, const uint8_t *end,
             x->dt = dt;
             x->meta = CHUNK_META(kind, r->size, r->flags);
         }
+        if (!split)
+            a = f;
         r->time = time;
         r->pc = pc;
         trc_chunk_slot *y = &pr->slot[chunk_slot(pc)];
@@ -313,12 +357,14 @@ int trc_chunk_decode(trc_chunk_state *s, const uint8_t **pp, const uint8_t *end,
         if (k & CREC_A) {
             addr = base;
         } else {
-            if (!(p = trc_get_varint(p, end, &v))) {
+            if (!(a = trc_get_varint(a, end, &v))) {
                 *why = "bad address field";
                 goto out;
             }
             addr = base + trc_unzigzag(v);
         }
+        if (!split)
+            t = f = a;
         y->stride = known ? addr - y->addr : 0;
         y->akey = pc;
         y->addr = addr;
@@ -330,8 +376,15 @@ out:
     s->time = time;
     s->addr = addr;
     s->pc = pc;
-    *pp = p;
+    s->tag = t;
+    s->field = f;
+    s->addr_at = a;
     return rc;
+}
+
+int trc_chunk_decode(trc_chunk_state *s, trc_rec *out, uint32_t n, const char **why)
+{
+    return s->split ? chunk_decode(s, out, n, why, true) : chunk_decode(s, out, n, why, false);
 }
 
 /* The header's CRC field against the header's first 24 bytes and the
@@ -343,8 +396,9 @@ static int chunk_crc_ok(const uint8_t *b, uint32_t len)
 
 int trc_chunk_matches(const uint8_t *b, uint32_t thread, const trc_chunk *k)
 {
-    return get_u32(b) == CHUNK_MAGIC && get_u32(b + 4) == thread && get_u32(b + 8) == k->count &&
-           get_u32(b + 12) == k->len && get_u64(b + 16) == k->base_time && chunk_crc_ok(b, k->len);
+    return trc_chunk_magic_ok(get_u32(b)) && get_u32(b + 4) == thread &&
+           get_u32(b + 8) == k->count && get_u32(b + 12) == k->len &&
+           get_u64(b + 16) == k->base_time && chunk_crc_ok(b, k->len);
 }
 
 size_t trc_chunk_check(const uint8_t *b, size_t avail, uint32_t thread, uint64_t prev, trc_chunk *c,
@@ -353,7 +407,7 @@ size_t trc_chunk_check(const uint8_t *b, size_t avail, uint32_t thread, uint64_t
     if (avail < CHUNK_HDR_SIZE)
         return 0;
     uint32_t count = get_u32(b + 8), len = get_u32(b + 12);
-    if (get_u32(b) != CHUNK_MAGIC || get_u32(b + 4) != thread || count == 0 ||
+    if (!trc_chunk_magic_ok(get_u32(b)) || get_u32(b + 4) != thread || count == 0 ||
         count > BLOCK_MAX_EVENTS || len > PAYLOAD_MAX || len > avail - CHUNK_HDR_SIZE ||
         !chunk_crc_ok(b, len))
         return 0;
@@ -361,16 +415,17 @@ size_t trc_chunk_check(const uint8_t *b, size_t avail, uint32_t thread, uint64_t
     /* Decoded, so that the merge will not fail on it, and the thread's
      * stream monotonic as the writer guaranteed (within a chunk it is by
      * construction). */
-    trc_chunk_state st = {.time = c->base_time, .thread = thread};
+    trc_chunk_state st;
     trc_rec recs[256];
-    const uint8_t *p = b + CHUNK_HDR_SIZE, *end = p + len;
     const char *why;
+    if (trc_chunk_open(&st, b, thread, &why) < 0)
+        return 0;
     for (uint32_t i = 0; i < count; i += 256) {
         uint32_t n = count - i < 256 ? count - i : 256;
-        if (trc_chunk_decode(&st, &p, end, recs, n, &why) < 0 || (i == 0 && recs[0].time < prev))
+        if (trc_chunk_decode(&st, recs, n, &why) < 0 || (i == 0 && recs[0].time < prev))
             return 0;
     }
-    if (p != end)
+    if (!trc_chunk_consumed(&st))
         return 0;
     *last = st.time;
     return CHUNK_HDR_SIZE + (size_t)len;

@@ -14,7 +14,6 @@ typedef struct trc_cursor {
     size_t chunk; /* chunks loaded so far; the last one is in buf */
     uint8_t *buf; /* its header and payload */
     size_t cap;
-    const uint8_t *p, *end;
     uint32_t left; /* records of the loaded chunk not yet decoded */
     /* Made at the thread's first chunk: 16 KiB of predictions, and a
      * spool's thread ids need not be dense (a damaged one's are anything

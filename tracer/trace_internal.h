@@ -21,8 +21,12 @@
 #define TRAILER_MAGIC "WEFTEND\0"
 #define BLOCK_MAGIC 0x4b4c4257u /* "WBLK" little-endian */
 #define FRAME_MAGIC 0x4d524657u /* "WFRM" little-endian */
-#define CHUNK_MAGIC 0x324b4357u /* "WCK2" little-endian (WCHK: before predictions) */
-#define SEG_MAGIC 0x34475357u   /* "WSG4" little-endian */
+/* "WCK5": a chunk whose payload is three streams (version 5); "WCK2": one
+ * interleaved stream (version 4, still read); WCHK, before predictions, is
+ * not read. */
+#define CHUNK_MAGIC 0x354b4357u    /* "WCK5" little-endian */
+#define CHUNK_MAGIC_V4 0x324b4357u /* "WCK2" little-endian */
+#define SEG_MAGIC 0x34475357u      /* "WSG4" little-endian */
 
 #define BLOCK_HDR_SIZE 24 /* magic, count, payload_len, base_time, crc */
 #define CHUNK_HDR_SIZE 28 /* magic, thread, count, payload_len, base_time, crc */
@@ -66,7 +70,7 @@ static inline size_t trc_footer_kinds_len(uint32_t nthreads)
 #define TRC_ZSTD_LEVEL_DEFAULT 1
 /* The level to write with: 0 = version 1 (uncompressed blocks), 1..19. */
 int trc_zstd_level(void);
-/* WEFT_TRACE_FRAMES=1: write version 3's frames rather than version 4's
+/* WEFT_TRACE_FRAMES=1: write version 3's frames rather than version 5's
  * segments (for comparisons: results/bench-trace.sh). */
 bool trc_frames_wanted(void);
 
@@ -303,21 +307,38 @@ typedef struct trc_chunk_pred {
 } trc_chunk_pred;
 
 /* Delta state of a chunk: its thread, that thread's previous time, addr
- * and pc, and the predictions so far. Start a chunk with time = its base
- * time, the rest zero. */
+ * and pc, the predictions so far, and where each of its streams is read
+ * (an interleaved chunk's three are one). Set up by trc_chunk_open. */
 typedef struct trc_chunk_state {
     uint64_t time, addr, pc;
     uint32_t thread;
+    bool split;
+    const uint8_t *tag, *tag_end, *field, *field_end, *addr_at, *end;
     trc_chunk_pred pred;
 } trc_chunk_state;
 
+/* Is m a chunk's magic weft reads? */
+static inline bool trc_chunk_magic_ok(uint32_t m)
+{
+    return m == CHUNK_MAGIC || m == CHUNK_MAGIC_V4;
+}
+
 /* Encode n >= 1 events as a chunk payload (delta state starting at
- * (ev[0].time, 0, 0)); returns its length (at most n * REC_MAX). */
+ * (ev[0].time, 0, 0)); returns its length. out must have room for
+ * n * REC_MAX bytes: the encoder stages the address stream there. */
 size_t trc_chunk_encode(uint8_t *out, const weft_event *ev, size_t n);
-/* Decode n records from *p (advanced past them) into out; checks as
- * trc_rec_decode's. Returns 0, or -1 with the reason in *why. */
-int trc_chunk_decode(trc_chunk_state *s, const uint8_t **p, const uint8_t *end, trc_rec *out,
-                     uint32_t n, const char **why);
+/* Start decoding the chunk whose header is at b, of thread `thread`, its
+ * header already checked (count, len within what is there). Returns 0, or
+ * -1 with the reason in *why (its streams do not fit). */
+int trc_chunk_open(trc_chunk_state *s, const uint8_t *b, uint32_t thread, const char **why);
+/* Decode the chunk's next n records into out; checks as trc_rec_decode's.
+ * Returns 0, or -1 with the reason in *why. */
+int trc_chunk_decode(trc_chunk_state *s, trc_rec *out, uint32_t n, const char **why);
+/* Did the records decoded so far use every byte of the chunk's payload? */
+static inline bool trc_chunk_consumed(const trc_chunk_state *s)
+{
+    return s->tag == s->tag_end && s->field == s->field_end && s->addr_at == s->end;
+}
 
 /* ---- version 2 frames (trace_frame.c) ----
  * A frame holds consecutive events in canonical order as seven byte streams

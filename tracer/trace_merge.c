@@ -100,14 +100,17 @@ static int cursor_load(trc_merge *m, uint32_t t, trc_cursor *c)
         return -1;
     }
     c->chunk++;
-    c->p = b + CHUNK_HDR_SIZE;
-    c->end = c->p + k->len;
     c->left = k->count;
     if (!c->d && !(c->d = aligned_alloc(_Alignof(trc_chunk_state), sizeof *c->d))) {
         trc_seterr(m->err, m->errlen, "%s: out of memory", m->spool_path);
         return -1;
     }
-    *c->d = (trc_chunk_state){.time = k->base_time, .thread = t};
+    const char *why = NULL;
+    if (trc_chunk_open(c->d, b, t, &why) < 0) {
+        trc_seterr(m->err, m->errlen, "%s: undecodable chunk of thread %u: %s", m->spool_path, t,
+                   why);
+        return -1;
+    }
     return 0;
 }
 
@@ -130,7 +133,7 @@ int trc_merge_decode(trc_merge *m, uint32_t t, trc_rec *out, uint32_t max)
     }
     uint32_t n = c->left < max ? c->left : max;
     const char *why = NULL;
-    if (trc_chunk_decode(c->d, &c->p, c->end, out, n, &why) < 0) {
+    if (trc_chunk_decode(c->d, out, n, &why) < 0) {
         trc_seterr(m->err, m->errlen, "%s: undecodable event of thread %u: %s", m->spool_path, t,
                    why);
         return -1;
@@ -277,7 +280,7 @@ static int out_open(merge_out *w, const weft_trace_meta *meta, const trc_spool_i
         return -1;
     }
     int level = trc_zstd_level();
-    w->version = !level ? 1 : trc_frames_wanted() ? 3 : 4;
+    w->version = !level ? 1 : trc_frames_wanted() ? 3 : WEFT_TRACE_VERSION;
     uint8_t *hdr = NULL;
     size_t hlen = trc_header_encode(meta, TRC_MAGIC, w->version, (uint32_t)level, 0, &hdr);
     if (!hlen) {
@@ -288,7 +291,7 @@ static int out_open(merge_out *w, const weft_trace_meta *meta, const trc_spool_i
     trc_out_write(&w->o, hdr, hlen);
     free(hdr);
     w->started = true;
-    if ((level ? frame_out_start(&w->f, &w->o, nt, level, w->version == 4)
+    if ((level ? frame_out_start(&w->f, &w->o, nt, level, w->version >= 4)
                : block_out_start(&w->b, &w->o, nt)) < 0) {
         trc_seterr(err, errlen, "%s: out of memory", path);
         return -1;
@@ -532,7 +535,7 @@ int trc_merge_to_trace(const char *path, int spool_fd, const char *spool_path,
     }
     if (out_open(&w, meta, ix, err, errlen) < 0)
         goto out;
-    if (w.version == 4) {
+    if (w.version >= 4) {
         if (count_threads(&m) < 0 || trc_write_segments(&m, &w.f, &nevents) < 0)
             goto out;
         frame_out_stop(&w.f);

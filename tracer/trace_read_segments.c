@@ -20,7 +20,6 @@ struct trc_seg_cursor {
     uint8_t *raw;    /* the current segment, decompressed */
     size_t raw_cap;
     const uint8_t *p, *end; /* its next chunk; its end */
-    const uint8_t *cend;    /* the open chunk's end */
     uint32_t chunks_left;   /* of the segment, not opened yet */
     uint32_t seg_events;    /* of the segment, not in opened chunks */
     uint32_t left;          /* of the open chunk, not decoded */
@@ -166,7 +165,7 @@ static int open_chunk(weft_trace *t, uint32_t th, struct trc_seg_cursor *c)
         return trc_read_fail(t, c->seg_off, "chunk cut short");
     uint32_t count = get_u32(p + 8), len = get_u32(p + 12);
     uint64_t base = get_u64(p + 16);
-    if (get_u32(p) != CHUNK_MAGIC || get_u32(p + 4) != th || count == 0 ||
+    if (!trc_chunk_magic_ok(get_u32(p)) || get_u32(p + 4) != th || count == 0 ||
         count > BLOCK_MAX_EVENTS || count > c->seg_events ||
         len > (size_t)(c->end - p) - CHUNK_HDR_SIZE)
         return trc_read_fail(t, c->seg_off, "bad chunk header");
@@ -177,9 +176,10 @@ static int open_chunk(weft_trace *t, uint32_t th, struct trc_seg_cursor *c)
     if ((!c->d && !(c->d = aligned_alloc(_Alignof(trc_chunk_state), sizeof *c->d))) ||
         (!c->rec && !(c->rec = malloc(SEG_BATCH * sizeof *c->rec))))
         return trc_read_fail(t, c->seg_off, "out of memory");
-    *c->d = (trc_chunk_state){.time = base, .thread = th};
-    c->p = p + CHUNK_HDR_SIZE;
-    c->cend = c->p + len;
+    const char *why = NULL;
+    if (trc_chunk_open(c->d, p, th, &why) < 0)
+        return trc_read_fail(t, c->seg_off, why);
+    c->p = p + CHUNK_HDR_SIZE + len;
     c->left = count;
     c->seg_events -= count;
     c->chunks_left--;
@@ -212,10 +212,10 @@ static int fill(weft_trace *t, uint32_t th)
     }
     uint32_t n = c->left < SEG_BATCH ? c->left : SEG_BATCH;
     const char *why = NULL;
-    if (trc_chunk_decode(c->d, &c->p, c->cend, c->rec, n, &why) < 0)
+    if (trc_chunk_decode(c->d, c->rec, n, &why) < 0)
         return trc_read_fail(t, c->seg_off, why);
     c->left -= n;
-    if (c->left == 0 && c->p != c->cend)
+    if (c->left == 0 && !trc_chunk_consumed(c->d))
         return trc_read_fail(t, c->seg_off, "trailing bytes in a chunk");
     if (c->any && c->rec[0].time < c->last)
         return trc_read_fail(t, c->seg_off, "thread goes back in time");
@@ -234,7 +234,7 @@ static int prime(weft_trace *t)
     for (uint32_t th = 0; th < t->summary.nthreads; th++) {
         struct trc_seg_cursor *c = &t->sc[th];
         c->next = c->chunks_left = c->seg_events = c->left = c->i = c->n = 0;
-        c->p = c->end = c->cend = NULL;
+        c->p = c->end = NULL;
         c->any = false;
         int r = fill(t, th);
         if (r < 0)

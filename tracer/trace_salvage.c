@@ -97,7 +97,8 @@ static int scan_spool(int fd, uint64_t off, trc_spool_index *ix, uint64_t *end, 
             off += CHUNK_HDR_SIZE;
             continue;
         }
-        if (get_u32(h) != CHUNK_MAGIC || thread >= WEFT_TRACE_MAX_THREADS || len > PAYLOAD_MAX)
+        if (!trc_chunk_magic_ok(get_u32(h)) || thread >= WEFT_TRACE_MAX_THREADS ||
+            len > PAYLOAD_MAX)
             break;
         size_t need = CHUNK_HDR_SIZE + (size_t)len;
         if (need > cap) {

@@ -251,6 +251,60 @@ static void test_reference_encoding(void **state)
     check_against_reference(2, 0, 150000, 6); /* long enough to wrap any buffering */
 }
 
+/* A chunk's three streams decode back to its events, and a fields length
+ * that does not fit the payload is refused even with a good checksum. */
+static void test_chunk_streams(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    weft_event *ev = calloc(N, sizeof *ev);
+    uint8_t *buf = malloc(CHUNK_HDR_SIZE + (size_t)N * REC_MAX);
+    assert_non_null(ev);
+    assert_non_null(buf);
+    uint64_t x = 99, time = 1000;
+    for (size_t i = 0; i < N; i++) {
+        time += xs(&x) % 4;
+        /* a loop's strided accesses, then the odd one out */
+        uint64_t addr = i % 7 ? 0x4a0000 + i * 8 : xs(&x) & 0xffffffffff;
+        ev[i] = tt_ev(time, (uint8_t)(xs(&x) % 3), addr, 0x400000 + (i % 5) * 4, 8);
+    }
+    size_t len = trc_chunk_build(buf, 2, ev, N);
+    trc_chunk c;
+    uint64_t last = 0;
+    assert_int_equal(trc_chunk_check(buf, len, 2, 0, &c, &last), len);
+    assert_int_equal(last, time);
+    trc_chunk_state *st = aligned_alloc(_Alignof(trc_chunk_state), sizeof *st);
+    trc_rec *rec = malloc(N * sizeof *rec);
+    const char *why = NULL;
+    assert_int_equal(trc_chunk_open(st, buf, 2, &why), 0);
+    assert_int_equal(trc_chunk_decode(st, rec, 1000, &why), 0);
+    assert_false(trc_chunk_consumed(st));
+    assert_int_equal(trc_chunk_decode(st, rec + 1000, N - 1000, &why), 0);
+    assert_true(trc_chunk_consumed(st));
+    for (size_t i = 0; i < N; i++) {
+        assert_int_equal(rec[i].time, ev[i].time);
+        assert_int_equal(rec[i].addr, ev[i].addr);
+        assert_int_equal(rec[i].pc, ev[i].pc);
+        assert_int_equal(rec[i].kind, ev[i].kind);
+        assert_int_equal(rec[i].size, ev[i].size);
+        assert_int_equal(rec[i].thread, 2);
+    }
+    /* The fields' length one past the payload, checksum made good. */
+    uint8_t *p = buf + CHUNK_HDR_SIZE;
+    uint32_t plen = (uint32_t)(len - CHUNK_HDR_SIZE);
+    uint32_t f = (uint32_t)(plen - 4 - N + 1);
+    memcpy(p, &f, 4);
+    uint32_t crc = trc_crc32(trc_crc32(0, buf, 24), p, plen);
+    memcpy(buf + 24, &crc, 4);
+    assert_int_equal(trc_chunk_check(buf, len, 2, 0, &c, &last), 0);
+    assert_int_equal(trc_chunk_open(st, buf, 2, &why), -1);
+    assert_string_equal(why, "chunk streams past the chunk");
+    free(st);
+    free(rec);
+    free(buf);
+    free(ev);
+}
+
 /* The checksums are zlib's CRC-32, whatever way the library computes them. */
 static void test_crc32_matches_zlib(void **state)
 {
@@ -308,7 +362,7 @@ static void large_stream(bool frames_wanted)
     weft_trace *t = weft_trace_open(path, err, sizeof err);
     assert_non_null(t);
     assert_int_equal(weft_trace_event_count(t), nthreads * per);
-    assert_int_equal(weft_trace_get_meta(t)->version, frames_wanted ? 3 : 4);
+    assert_int_equal(weft_trace_get_meta(t)->version, frames_wanted ? 3 : WEFT_TRACE_VERSION);
     weft_event ev;
     uint64_t n = 0, last = 0;
     while (weft_trace_next(t, &ev) == 1) {
@@ -508,7 +562,8 @@ static void test_out_buffered(void **state)
 
 const struct CMUnitTest encoding_tests[] = {
     cmocka_unit_test(test_large_stream),       cmocka_unit_test(test_large_stream_frames),
-    cmocka_unit_test(test_reference_encoding), cmocka_unit_test(test_crc32_matches_zlib),
-    cmocka_unit_test(test_out_direct),         cmocka_unit_test(test_out_buffered),
+    cmocka_unit_test(test_reference_encoding), cmocka_unit_test(test_chunk_streams),
+    cmocka_unit_test(test_crc32_matches_zlib), cmocka_unit_test(test_out_direct),
+    cmocka_unit_test(test_out_buffered),
 };
 const size_t encoding_ntests = sizeof encoding_tests / sizeof encoding_tests[0];

@@ -17,11 +17,12 @@
 extern "C" {
 #endif
 
-/* Version 4: each thread's spool chunks in zstd-compressed segments,
- * merged by the reader (3: frames of merged events, kinds counted in the
- * footer; 2: the recorded event classes in the header, FAULT events).
- * Readers accept versions 1 to 4 (docs/trace-format.md). */
-#define WEFT_TRACE_VERSION 4
+/* Version 5: each thread's spool chunks in zstd-compressed segments,
+ * merged by the reader, a chunk's payload in three streams (4: the same
+ * with interleaved records; 3: frames of merged events, kinds counted in
+ * the footer; 2: the recorded event classes in the header, FAULT events).
+ * Readers accept versions 1 to 5 (docs/trace-format.md). */
+#define WEFT_TRACE_VERSION 5
 
 typedef enum weft_event_kind {
     WEFT_EV_READ = 0,
