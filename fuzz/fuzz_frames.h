@@ -1,4 +1,4 @@
-/* Version 2 to 4 traces with their frames' (version 4: segments') payloads
+/* Version 2 to 5 traces with their frames' (versions 4, 5: segments') payloads
  * stored uncompressed (the "raw form"), so that libFuzzer's byte mutations
  * reach the stream and chunk decoders (tracer/trace_frame.c,
  * tracer/trace_codec.c): mutated zstd bytes almost never decompress, so
@@ -27,12 +27,12 @@
  * not decompress. */
 static inline uint8_t *fz_frames_map(const uint8_t *d, size_t n, int raw, size_t *outn)
 {
-    if (n < 16 + 16 || memcmp(d, "WEFTTRC", 8) != 0 || fz_u32(d + 8) < 2 || fz_u32(d + 8) > 4)
+    if (n < 16 + 16 || memcmp(d, "WEFTTRC", 8) != 0 || fz_u32(d + 8) < 2 || fz_u32(d + 8) > 5)
         return NULL;
     /* A frame header: magic, count, raw_len, comp_len, base_time, crc; a
      * segment's: magic, thread, chunks, events, raw_len, comp_len,
      * first_time, crc. The crc covers the header before it and the payload. */
-    int seg = fz_u32(d + 8) == 4;
+    int seg = fz_u32(d + 8) >= 4;
     size_t hsz = seg ? FZ_SEG_HDR : FZ_FRAME_HDR, at_raw = seg ? 16 : 8, at_len = seg ? 20 : 12,
            at_crc = seg ? 32 : 24;
     uint64_t hl = fz_u32(d + 12), foff = fz_u64(d + n - 16);

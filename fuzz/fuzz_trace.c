@@ -4,7 +4,7 @@
  *
  * Each input is tried as is and, when that changes it, again with its CRCs
  * (header, every block or frame, footer) recomputed, so mutations reach the
- * decoder instead of stopping at a checksum; a version 2 to 4 input is tried a
+ * decoder instead of stopping at a checksum; a version 2 to 5 input is tried a
  * third time with its frames' or segments' payloads compressed
  * (fuzz_frames.h), so that mutations of the raw streams and chunks reach
  * their decoders. Checks beyond "no crash": errors are
@@ -20,13 +20,13 @@
 
 static FILE *devnull;
 
-/* A version 4 segment's payload in raw form is its chunks: their CRCs
+/* A version 4 or 5 segment's payload in raw form is its chunks: their CRCs
  * (28-byte header, payload length at 12, CRC at 24) fixed too, so that
  * mutations reach the chunk decoder. */
 static void fix_chunks(uint8_t *p, size_t n)
 {
     size_t q = 0;
-    while (q + 28 <= n && fz_u32(p + q) == 0x324b4357u) {
+    while (q + 28 <= n && (fz_u32(p + q) == 0x354b4357u || fz_u32(p + q) == 0x324b4357u)) {
         uint32_t len = fz_u32(p + q + 12);
         if (len > n - q - 28)
             break;
@@ -39,7 +39,7 @@ static void fix_chunks(uint8_t *p, size_t n)
 /* Recompute every CRC the reader checks; the file is walked as the reader
  * does and left alone where it does not fit. Version 1 blocks: 24-byte
  * header, length at 8, CRC at 20; version 2 and 3 frames: 28, 12 and 24;
- * version 4 segments: 36, 20 and 32. */
+ * version 4 and 5 segments: 36, 20 and 32. */
 static void fix_checksums(uint8_t *d, size_t n)
 {
     size_t hl = fz_fix_header(d, n);
@@ -48,7 +48,7 @@ static void fix_checksums(uint8_t *d, size_t n)
     uint64_t foff = fz_u64(d + n - 16);
     if (foff < hl || foff > n - 16 - 56)
         return;
-    int v2 = fz_u32(d + 8) >= 2, v4 = fz_u32(d + 8) == 4;
+    int v2 = fz_u32(d + 8) >= 2, v4 = fz_u32(d + 8) >= 4;
     size_t hsize = v4   ? FZ_SEG_HDR
                    : v2 ? FZ_FRAME_HDR
                         : 24,

@@ -1,8 +1,8 @@
 /* Writes the synthetic part of the fuzz seed corpora with the real writer
  * and plan APIs: traces (every event kind and flag, more than one block,
  * more threads than the frame merge scans, no events, salvaged) in format
- * version 4 (zstd segments of spool chunks), again in versions 3 (frames)
- * and 1 (blocks), and versions 4 and 3 with their payloads uncompressed
+ * version 5 (zstd segments of spool chunks), again in versions 3 (frames)
+ * and 1 (blocks), and versions 5 and 3 with their payloads uncompressed
  * (fuzz_frames.h: the seeds through which the fuzzer reaches the chunk and
  * frame decoders); spools (whole and torn) and
  * plans; and command lines for fuzz_options from every subcommand's option
