@@ -208,9 +208,9 @@ expect "info: truncated" 1 "weft: cut.wtr: truncated (no trailer at the end of i
   "$WEFT" info cut.wtr
 # poke FILE OFFSET [BYTE]: a copy of lu.wtr with one byte overwritten (0xff)
 poke() { cp lu.wtr "$1"; printf "${3:-\\xff}" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
-poke v5.wtr 8 '\x05'
+poke v6.wtr 8 '\x06'
 expect "info: newer format version" 1 \
-  "weft: v5.wtr: trace format version 5 is newer than this weft supports (4)" "$WEFT" info v5.wtr
+  "weft: v6.wtr: trace format version 6 is newer than this weft supports (5)" "$WEFT" info v6.wtr
 poke hdr.wtr 20
 expect "info: corrupt header" 1 "weft: hdr.wtr: corrupt header (checksum mismatch)" "$WEFT" info hdr.wtr
 # The first frame starts right after the 160-byte header (binary path "./lu").
@@ -255,7 +255,7 @@ expect "export: missing trace" 1 "weft: nosuch.wtr: cannot open: No such file or
 expect "export: truncated trace" 1 "weft: cut.wtr: truncated (no trailer at the end of its 1000 bytes)" \
   "$WEFT" export -o x.json cut.wtr
 expect "optimize: newer format version" 1 \
-  "weft: v5.wtr: trace format version 5 is newer than this weft supports (4)" "$WEFT" optimize v5.wtr
+  "weft: v6.wtr: trace format version 6 is newer than this weft supports (5)" "$WEFT" optimize v6.wtr
 expect "optimize: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 160 (checksum mismatch)" \
   "$WEFT" optimize blk.wtr -o p.json
 check "export/optimize of bad traces: no output" test ! -e x.json -a ! -e p.json
