@@ -352,8 +352,12 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         memcpy(&w, qemu_plugin_insn_data(insn), 4);
         uint64_t pc = qemu_plugin_insn_vaddr(insn), target;
         /* Visible points: the program's own code only; what the library
-         * does inside a call is part of that one step. */
-        int own = visible && sched_own_pc(pc);
+         * does inside a call is part of that one step, and a PLT stub's
+         * load of its GOT entry (the loader writes it on the first call,
+         * lazy binding: a shared address) is that call's way in: it made
+         * every library call a second step (a helper's program: k 236,
+         * 149 linked with -z now). */
+        int own = visible && sched_own_pc(pc) && !sched_in_plt(pc);
         /* YIELD and WFE: the thread says it waits for another. */
         if ((w == 0xd503203fu || w == 0xd503205fu) && g_plugin.sched.policy) {
             qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_yield, QEMU_PLUGIN_CB_NO_REGS, NULL);

@@ -233,6 +233,32 @@ static int sync_cmp(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* GCC's outline atomics (-moutline-atomics, its default on AArch64): a
+ * C11 or std::atomic read-modify-write is a call to __aarch64_cas4_acq and
+ * the like, linked from libgcc.a, which has no DWARF. A dynamic binary
+ * holds them in its own text, where their atomic instruction is a visible
+ * point. A static binary's count as the C library's code, whose own locks
+ * call them too (every pthread_mutex_lock): a call to one from the
+ * program's code is the visible operation, as a call to pthread_mutex_lock
+ * is. Without it a spin lock's test-and-set was no point at all, and a
+ * thread spinning on a lock another held spun on to --timeout. */
+static const char *outline_atomic(const char *name)
+{
+    static const struct {
+        const char *op, *shown;
+    } ops[] = {{"cas", "atomic compare-and-swap"}, {"swp", "atomic exchange"},
+               {"ldadd", "atomic fetch-add"},      {"ldclr", "atomic fetch-and-not"},
+               {"ldeor", "atomic fetch-xor"},      {"ldset", "atomic fetch-or"}};
+    if (!name || strncmp(name, "__aarch64_", 10))
+        return NULL;
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        size_t n = strlen(ops[i].op);
+        if (!strncmp(name + 10, ops[i].op, n) && name[10 + n] >= '1' && name[10 + n] <= '9')
+            return ops[i].shown;
+    }
+    return NULL;
+}
+
 int weft_code_map_build(weft_symbols *s, weft_code_map *m, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
@@ -264,6 +290,11 @@ int weft_code_map_build(weft_symbols *s, weft_code_map *m, char *err, size_t err
             uint64_t addr;
             if (weft_symbols_function(s, sync_functions[k].symbol, &addr, NULL) == 0 &&
                 push_sync(m, addr, shown(&sync_functions[k])))
+                goto oom;
+        }
+        for (size_t i = 0; i < s->nfuncs; i++) {
+            const char *atomic = outline_atomic(s->funcs[i].name);
+            if (atomic && push_sync(m, s->funcs[i].addr, atomic))
                 goto oom;
         }
     }
