@@ -306,16 +306,17 @@ static int schedule_of(const replay_switch_log *log, replay_schedule *s)
  * schedule, and that file replayed. Returns weft's exit status. */
 static int save_minimal(minimize *m, const size_t *sel, size_t nsel, const char *dir)
 {
-    char v[32], detail[1024], err[512], rec[PATH_MAX + 96], out[PATH_MAX + 32];
+    char v[32], detail[1024], err[512], out[PATH_MAX + 32];
     pct_script_switch *sw = malloc((m->log->n ? m->log->n : 1) * sizeof *sw);
     if (!sw)
         return WEFT_EXIT_FAIL;
     size_t n = candidate(m, sel, nsel, sw);
     int r = try_schedule(m, sw, n, 1, v, sizeof v, detail, sizeof detail);
     free(sw);
-    snprintf(rec, sizeof rec, "%s/traces/seed-%" PRIu64 ".sched.json", m->cc.out_dir, m->runs);
+    /* A run that died by a signal (an abort, a crash) left no record, only
+     * its switch log. */
     replay_switch_log log;
-    if (r != 1 || replay_switch_log_load(rec, &log, err, sizeof err)) {
+    if (r != 1 || replay_switch_log_load_kept(m->cc.out_dir, m->runs, &log, err, sizeof err)) {
         weft_error("the minimal schedule did not fail again (%s): not saved", r == 1 ? err : v);
         return WEFT_EXIT_FAIL;
     }

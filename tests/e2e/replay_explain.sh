@@ -2,7 +2,8 @@
 # switches at the change points and the racing variable, weft explain says
 # the same from the kept files; --minimize finds a schedule with fewer
 # preemptions and switches than the policy's on four failing fixtures, and
-# weft replay --schedule reproduces it 10 times out of 10, trace for trace.
+# weft replay --schedule reproduces it 10 times out of 10, trace for trace;
+# an abort's minimal schedule is saved too.
 source "$(dirname "$0")/lib.sh"
 
 # replay DIR ARGS...: a weft replay with its output in DIR.log, status in $st.
@@ -122,6 +123,15 @@ minimize_case lost_update pct 3
 minimize_case atomicity_violation random 1
 minimize_case deadlock_lock_order random 1
 minimize_case order_violation random 1
+
+# A run killed by a signal (an abort, a crash) leaves its switch log, no
+# record: the minimal schedule of an abort was "did not fail again" and not
+# saved.
+m="$work/crash2_abort-min"
+replay "$m" --sched random --seed 3 --minimize -q -- "$WEFT_FIXTURES/bench/crash2_abort"
+check "crash2_abort --minimize: exit 10 (got $st)" test "$st" = 10
+check "crash2_abort: the minimal schedule is saved, an abort" \
+  test "$(jq -r .verdict "$m/schedule.json" 2>/dev/null)" = abort
 
 # The file decides: options it decides are refused, without a program too.
 f="$work/lost_update-min/schedule.json"
