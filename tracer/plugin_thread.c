@@ -156,6 +156,7 @@ void plugin_bind_vcpu(vcpu_state *v)
     v->nbuf = 0;
     v->offset = weft_platform_thread_start(g_plugin.platform, pe);
     v->last_gate = 0;
+    v->point_pc = 0; /* a new thread is about to start, not where the vCPU's last one was */
     memset(v->own_pcs, 0, sizeof v->own_pcs);
     v->own_n = 0;
     v->sync_t = g_plugin.threads[pe].sync_t;
@@ -178,10 +179,14 @@ void plugin_begin_thread(vcpu_state *v, int wait)
                */
         v->offset = weft_platform_thread_begin(p, v->pe);
     /* Host TIDs differ from run to run; the trace records the creator's
-     * index instead so that identical runs give identical files. */
+     * index instead so that identical runs give identical files. At the
+     * thread's creation time, which a policy's first turn may come well
+     * after: a trace salvaged from a killed run has no thread table, and
+     * its start event is what tells which of the creator's clones made the
+     * thread (races.c, snap_for). */
     int parent = weft_platform_thread_parent(p, v->pe);
-    plugin_record(v, WEFT_EV_THREAD_START, v->offset, parent < 0 ? UINT32_MAX : (uint64_t)parent, 0,
-                  0, 0);
+    plugin_record(v, WEFT_EV_THREAD_START, weft_platform_thread_start(p, v->pe),
+                  parent < 0 ? UINT32_MAX : (uint64_t)parent, 0, 0, 0);
 }
 
 /* May this vCPU wait inside guest code (an insn or block callback) now?

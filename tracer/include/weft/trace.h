@@ -28,7 +28,7 @@ typedef enum weft_event_kind {
     WEFT_EV_READ = 0,
     WEFT_EV_WRITE = 1,
     WEFT_EV_RMW = 2,          /* atomic read-modify-write, exclusive pair, CAS */
-    WEFT_EV_THREAD_START = 3, /* addr = creator's thread index (UINT32_MAX for main) */
+    WEFT_EV_THREAD_START = 3, /* addr = creator's thread index (UINT32_MAX for main); at creation */
     WEFT_EV_THREAD_EXIT = 4,  /* addr = exit code */
     WEFT_EV_FUTEX_WAIT =
         5, /* addr = futex word; logged at entry, the next event shows the resume */
