@@ -45,7 +45,10 @@ for fx in lost_update paper_mm lost_update_ok; do
   kv="$(jq .k "$work/$fx-visible/campaign.json")" kr="$(jq .k "$work/$fx-races/campaign.json")"
   nv="$(jq .pcs_count "$work/$fx-visible/campaign.json")" nr="$(jq .pcs_count "$work/$fx-races/campaign.json")"
   check "$fx: no more race pcs ($nr) than shared-access pcs ($nv)" test "$nr" -le "$nv"
-  check "$fx: no larger k with races ($kr) than visible ($kv)" test "$kr" -le "$kv"
+  # Fewer points, fewer steps; but a profiling run under priorities with
+  # other points may order the threads otherwise: a step or two more.
+  check "$fx: no larger k with races ($kr) than visible ($kv), but for a step or two" \
+    test "$kr" -le "$((kv + 2))"
 done
 check "lost_update_ok (race-free): no plain-access point at all" test ! -s "$work/lost_update_ok-races/points.pcs"
 check "lost_update_ok: its locked accesses were visible points" test "$(jq .pcs_count "$work/lost_update_ok-visible/campaign.json")" -gt 0
