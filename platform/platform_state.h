@@ -64,6 +64,8 @@ struct alignas(64) Slot {
     // spin_epoch, last at spin_pc. Guarded by the platform lock.
     uint64_t spin_epoch = ~0ull, spin_count = 0, spin_pc = 0;
     uint64_t yields = 0; // in spin_epoch (spin_sighting)
+    // Yields in a row alone since world_epoch lone_epoch (lone_yield_locked).
+    uint64_t lone_epoch = ~0ull, lone_yields = 0;
     // It spun, yielded or slept since it last made progress itself (its own
     // write outside a stack or futex call: own_progress, its thread's alone).
     bool paused = false;
@@ -145,6 +147,7 @@ struct weft_platform {
     // in a futex: a deadlock may have formed, and the watchdog looks now.
     std::atomic<uint32_t> idle_seq{0};
     std::atomic<uint64_t> progress_epoch{0}; // bumped by weft_platform_progress
+    std::atomic<uint64_t> world_epoch{0};    // bumped by weft_platform_outside
     // Has anyone read progress_epoch since its last bump? If not, another
     // bump tells nobody anything: a write then costs a load, not a locked add.
     std::atomic<bool> progress_seen{true};

@@ -5,6 +5,7 @@
 // stack or a futex call; the spin watch and the sleep rule ask about it.
 #include "platform_state.h"
 
+#include <algorithm>
 #include <cstdio>
 
 using namespace weft;
@@ -51,6 +52,21 @@ uint64_t weft_platform_progress_epoch(weft_platform *p)
 // runnable thread only spun are no luck.
 #define LIVELOCK_SIGHTINGS 3
 
+// A thread spinning alone (the others blocked, waiting for it, or gone)
+// needs this many: a loop that polls a flag some thousands of times and
+// then goes on was a livelock in every run (20000 polls: 3000 loads make
+// the three sightings), and nobody else can be starved by it. An endless
+// one still ends in milliseconds of a replay.
+#define LONE_SPINNER_SIGHTINGS 1000
+
+// A thread that yields while every other one waits in a futex or is gone,
+// with no other system call by anyone in between, is looping for ever
+// after this many: its writes (a lock it takes and drops to look at a
+// count) are no progress then, since no write wakes a futex waiter. A
+// consumer polling a count a lost update left stale ran every such run
+// to --timeout, a timeout rather than a hit.
+#define LONE_YIELDS 100000
+
 // A yield is one of these many sightings: a loop that polls a few times
 // with sched_yield and then gives up (a bounded retry) yields without
 // writing, and three yields each made every such program a livelock; a
@@ -58,6 +74,27 @@ uint64_t weft_platform_progress_epoch(weft_platform *p)
 #define YIELDS_PER_SIGHTING 100
 
 enum pause_kind { PAUSE_SPIN, PAUSE_YIELD, PAUSE_SLEEP };
+
+// Is pe's yield its LONE_YIELDS-th in a row alone (see there)?
+static bool lone_yield_locked(weft_platform *p, int pe, uint64_t pc)
+{
+    Slot &s = p->slots[pe];
+    uint32_t n = p->count.load();
+    for (uint32_t q = 0; q < n; q++) {
+        int st = p->slots[q].state.load();
+        if (int(q) != pe && st != BLOCKED && st != EXITED && st != FREE) {
+            s.lone_yields = 0;
+            return false;
+        }
+    }
+    uint64_t world = p->world_epoch.load(std::memory_order_relaxed);
+    if (s.lone_epoch != world) {
+        s.lone_epoch = world;
+        s.lone_yields = 0;
+    }
+    s.spin_pc = pc;
+    return ++s.lone_yields >= LONE_YIELDS;
+}
 
 // A detected spin is a sighting for the livelock rule, every
 // YIELDS_PER_SIGHTING-th yield is one; a sleep only tells the policy.
@@ -70,6 +107,8 @@ static int spin_sighting(weft_platform *p, int pe, uint64_t pc, pause_kind kind)
         p->pol_slept(pe, again);
     else if (p->policy)
         p->pol_yielded(pe);
+    if (kind == PAUSE_YIELD && lone_yield_locked(p, pe, pc))
+        return 1;
     // A sleep is no sign of a livelock: time may end the wait (a loop with
     // a deadline, or a bounded number of retries), and three sleeps in a
     // row with no write in between need not be a loop at all.
@@ -79,6 +118,7 @@ static int spin_sighting(weft_platform *p, int pe, uint64_t pc, pause_kind kind)
     s.spin_pc = pc;
     uint32_t n = p->count.load();
     unsigned live = 0;
+    uint64_t least = UINT64_MAX;
     for (uint32_t q = 0; q < n; q++) {
         int st = p->slots[q].state.load();
         if (st == BLOCKED || st == EXITED || st == FREE)
@@ -90,8 +130,9 @@ static int spin_sighting(weft_platform *p, int pe, uint64_t pc, pause_kind kind)
             p->slots[q].spin_count < LIVELOCK_SIGHTINGS)
             return 0;
         live++;
+        least = std::min<uint64_t>(least, p->slots[q].spin_count);
     }
-    return live > 0;
+    return live > 1 || (live == 1 && least >= LONE_SPINNER_SIGHTINGS);
 }
 
 int weft_platform_spin(weft_platform *p, int pe, uint64_t pc)
@@ -107,6 +148,12 @@ int weft_platform_yielded(weft_platform *p, int pe, uint64_t pc)
 void weft_platform_sleep(weft_platform *p, int pe, uint64_t pc)
 {
     (void)spin_sighting(p, pe, pc, PAUSE_SLEEP);
+}
+
+void weft_platform_outside(weft_platform *p, int pe)
+{
+    (void)pe;
+    p->world_epoch.fetch_add(1, std::memory_order_relaxed);
 }
 
 void weft_platform_progress(weft_platform *p, int pe)
@@ -132,7 +179,13 @@ size_t weft_platform_describe_spinners(weft_platform *p, char *buf, size_t len)
     uint32_t n = p->count.load();
     for (uint32_t q = 0; q < n && k < len; q++) {
         Slot &s = p->slots[q];
-        if (s.spin_epoch == p->progress_epoch.load(std::memory_order_relaxed) && s.spin_count)
+        if (s.lone_yields >= LONE_YIELDS)
+            k += size_t(snprintf(buf + k, len - k,
+                                 "  T%u yields at pc 0x%llx alone %llu times (the others wait "
+                                 "in futexes or are gone) with no other system call\n",
+                                 q, (unsigned long long)s.spin_pc,
+                                 (unsigned long long)s.lone_yields));
+        else if (s.spin_epoch == p->progress_epoch.load(std::memory_order_relaxed) && s.spin_count)
             k += size_t(snprintf(buf + k, len - k, "  T%u spins at pc 0x%llx\n", q,
                                  (unsigned long long)s.spin_pc));
     }

@@ -57,16 +57,24 @@ static void spinners(const char *errf, const char *binary, uint64_t start_code, 
     weft_symbols *syms = weft_symbols_open(binary, err, sizeof err);
     weft_symbols_relocate(syms, start_code);
     unsigned t;
-    unsigned long long pc;
-    while (f && fgets(line, sizeof line, f) && n < len)
-        if (sscanf(line, "  T%u spins at pc 0x%llx", &t, &pc) == 2) {
+    unsigned long long pc, times = 0;
+    while (f && fgets(line, sizeof line, f) && n < len) {
+        int alone =
+            sscanf(line, "  T%u yields at pc 0x%llx alone %llu times", &t, &pc, &times) == 3;
+        if (alone || sscanf(line, "  T%u spins at pc 0x%llx", &t, &pc) == 2) {
             const char *fn = NULL, *file = NULL;
             int ln = 0;
             if (syms)
                 weft_symbols_pc(syms, pc, &fn, &file, &ln);
             n += (size_t)snprintf(detail + n, len - n, " T%u at %s (%s:%d)", t, fn ? fn : "?",
                                   file ? base_name(file) : "?", ln);
+            if (alone && n < len)
+                n += (size_t)snprintf(detail + n, len - n,
+                                      ", yielding %llu times alone, the other threads waiting in "
+                                      "futexes or gone",
+                                      times);
         }
+    }
     if (f)
         fclose(f);
     if (syms)

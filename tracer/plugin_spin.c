@@ -110,7 +110,10 @@ void plugin_spin_lib_blocks(vcpu_state *v, const tb_info *ti, uint64_t cycles)
 
 void plugin_spin_yield(vcpu_state *v)
 {
-    if (weft_platform_yielded(g_plugin.platform, v->pe, v->last_gated_pc))
+    /* Where the program yields: its last block of its own code (the last
+     * gate may be a library's, a lock's release). */
+    uint64_t pc = v->own_n ? v->own_pcs[(v->own_n - 1) % WEFT_RUN_END_PCS] : v->last_gated_pc;
+    if (weft_platform_yielded(g_plugin.platform, v->pe, pc))
         livelock();
 }
 

@@ -410,6 +410,8 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
                               num == SYS_CLOCK_NANOSLEEP && (args[1] & 1) ? (int64_t)args[0] : -1);
         return;
     }
+    if (g_plugin.sched.policy)
+        weft_platform_outside(p, v->pe);
     switch (num) {
     case SYS_FUTEX:
         if (g_plugin.sched.policy) /* a wake, or a wait that may be woken: not spinning */

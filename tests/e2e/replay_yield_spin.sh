@@ -1,4 +1,4 @@
-# The livelock rule's two edges, and sleeps (docs/replay.md, "Spinning"). A correct
+# The livelock rule's edges, and sleeps (docs/replay.md, "Spinning"). A correct
 # program whose workers poll a flag a few times with sched_yield and give up
 # was a livelock in every pct run: three yields each were three sightings.
 # And a barrier every thread spins in for ever was never seen spinning under
@@ -111,4 +111,93 @@ run_status st "$WEFT" replay --sched pct --runs 10 --jobs 2 --points all --outpu
 steps=$(jq -s -c '[.[] | .steps] | sort' "$work/poll/runs.jsonl")
 check "a lock-checking poller: no seed takes 1.2 times the fewest steps ($steps)" \
   test "$(jq -s '[.[] | .steps] | max <= 1.2 * min' "$work/poll/runs.jsonl")" = true
+
+# A worker polls a flag 20000 times and goes on, main waits in join: the
+# worker spins alone, and 3000 loads without progress were a livelock in
+# every run. A lone spinner needs far more sightings.
+cat >"$work/boundspin.c" <<'EOF'
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+static atomic_int hint;
+static int result;
+static void *worker(void *x)
+{
+    (void)x;
+    int got = 0;
+    for (int i = 0; i < 20000; i++)
+        if (atomic_load_explicit(&hint, memory_order_acquire)) {
+            got = 1;
+            break;
+        }
+    result = got ? 2 : 1;
+    return NULL;
+}
+int main(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_join(t, NULL);
+    printf("result %d\n", result);
+    return 0;
+}
+EOF
+aarch64-linux-gnu-gcc -static -pthread -O1 -g -o "$work/boundspin" "$work/boundspin.c" ||
+  fail "the cross compiler failed"
+run_status st "$WEFT" replay --sched pct --runs 10 --jobs 2 --timeout 30 --output "$work/bs" \
+  -- "$work/boundspin" </dev/null >"$work/bs.log" 2>&1
+check "a bounded poll alone: every run passes ($(jq -c .verdicts "$work/bs/summary.json"))" \
+  test "$(jq .verdicts.pass "$work/bs/summary.json")" = 10
+
+# A worker polls a flag under a lock, yielding, for ever: main, which was
+# to set it, waits in join. The lock's writes were progress, and every run
+# went to --timeout, a timeout rather than a hit. With the flag set after a
+# sleep (the twin), main is asleep, not in a futex: every run passes.
+cat >"$work/lone.c" <<'EOF'
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static int flag;
+static void *worker(void *x)
+{
+    (void)x;
+    for (;;) {
+        pthread_mutex_lock(&m);
+        int f = flag;
+        pthread_mutex_unlock(&m);
+        if (f)
+            return NULL;
+        sched_yield();
+    }
+}
+int main(int argc, char **argv)
+{
+    (void)argv;
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    if (argc > 1) { /* the twin sets the flag */
+        usleep(1000);
+        pthread_mutex_lock(&m);
+        flag = 1;
+        pthread_mutex_unlock(&m);
+    }
+    pthread_join(t, NULL);
+    puts("done");
+    return 0;
+}
+EOF
+aarch64-linux-gnu-gcc -static -pthread -O1 -g -o "$work/lone" "$work/lone.c" ||
+  fail "the cross compiler failed"
+run_status st "$WEFT" replay --sched pct --runs 4 --jobs 2 --timeout 60 --output "$work/lone-camp" \
+  -- "$work/lone" </dev/null >"$work/lone.log" 2>&1
+check "a lone poller that never ends: a livelock in every run ($(jq -c .verdicts "$work/lone-camp/summary.json"))" \
+  test "$(jq .verdicts.livelock "$work/lone-camp/summary.json")" = 4
+check "its detail says it yields alone" \
+  grep -q 'T1 at worker (lone.c:[0-9]*), yielding 100000 times alone' "$work/lone-camp/runs.jsonl"
+run_status st "$WEFT" replay --sched pct --runs 4 --jobs 2 --timeout 60 --output "$work/lone-ok" \
+  -- "$work/lone" set </dev/null >"$work/lone-ok.log" 2>&1
+check "the twin whose main sets the flag after a sleep passes ($(jq -c .verdicts "$work/lone-ok/summary.json"))" \
+  test "$(jq .verdicts.pass "$work/lone-ok/summary.json")" = 4
 finish

@@ -203,6 +203,10 @@ int weft_platform_timeout_fired(weft_platform *p, int pe);
 /* Replays: the PE wrote shared memory or otherwise changed what others may
  * be waiting for: spinning so far proves nothing. */
 void weft_platform_progress(weft_platform *p, int pe);
+/* Replays: the PE made a system call other than a yield or a sleep (a
+ * futex, or one that deals with the world outside): a thread yielding alone
+ * since may yet see something change. */
+void weft_platform_outside(weft_platform *p, int pe);
 /* The spinning threads and their pcs, one line each, for a livelock report. */
 size_t weft_platform_describe_spinners(weft_platform *p, char *buf, size_t len);
 /* What the PE did since its last schedule point (exec) and what its next
