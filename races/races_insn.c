@@ -1,7 +1,8 @@
 /* What an atomic access synchronizes, from its instruction. The trace says
  * an access was atomic or exclusive, not whether it was an acquire, a
  * release or relaxed; the encoding of the instruction at its pc does. The
- * code comes from the program's executable segments (libelf), read once. */
+ * code comes from the executable segments (libelf) of the program and of
+ * the shared objects the trace names, read once. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -56,6 +57,7 @@ unsigned weft_races_insn_class(uint32_t w)
 
 typedef struct code_segment {
     uint64_t vaddr, size;
+    uint64_t bias; /* run-time pc - link-time pc of its file */
     uint8_t *bytes;
 } code_segment;
 
@@ -102,8 +104,8 @@ static int read_segment(int fd, const GElf_Phdr *ph, code_segment *seg)
     return 0;
 }
 
-static int load_segments(races_code *c, Elf *elf, int fd, const char *path, char *err,
-                         size_t errlen)
+static int load_segments(races_code *c, Elf *elf, int fd, const char *path, uint64_t bias,
+                         char *err, size_t errlen)
 {
     GElf_Ehdr eh;
     if (!gelf_getehdr(elf, &eh))
@@ -122,6 +124,7 @@ static int load_segments(races_code *c, Elf *elf, int fd, const char *path, char
             return races_fail(err, errlen, "%s: out of memory", path);
         c->segs = v;
         memset(&v[c->nsegs], 0, sizeof *v);
+        v[c->nsegs].bias = bias;
         if (read_segment(fd, &ph, &v[c->nsegs++]) != 0)
             return races_fail(err, errlen, "%s: cannot read its code", path);
     }
@@ -158,15 +161,28 @@ int races_code_in_got(const races_code *c, uint64_t addr)
     return 0;
 }
 
-/* A shared object's GOT, placed where the run had the object: qemu mapped
- * its file offset `offset` at lo. */
-static void object_got(races_code *c, const weft_trace_object *o)
+/* A shared object's GOT and code, placed where the run had the object:
+ * qemu mapped its file offset `offset` at lo. Its code: a dynamic
+ * program's atomics are mostly the C library's, and undecoded each one
+ * counted as acquire and release (glibc's acquire-only count of its
+ * threads at a thread's exit then ordered the thread before the next
+ * pthread_create, and a lost update between two workers went unreported).
+ * An object it cannot read stays undecoded, as before. */
+static void object_code(races_code *c, const weft_trace_object *o, int first)
 {
     int fd = open(o->path, O_RDONLY | O_CLOEXEC);
     Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
     uint64_t v;
-    if (elf && elf_kind(elf) == ELF_K_ELF && weft_elf_offset_vaddr(elf, o->offset, &v) == 0)
+    char err[8];
+    if (elf && elf_kind(elf) == ELF_K_ELF && weft_elf_offset_vaddr(elf, o->offset, &v) == 0) {
         find_got(c, elf, o->lo - v);
+        size_t before = c->nsegs;
+        if (first && load_segments(c, elf, fd, o->path, o->lo - v, err, sizeof err) != 0) {
+            for (size_t i = before; i < c->nsegs; i++) /* all of it, or none */
+                free(c->segs[i].bytes);
+            c->nsegs = before;
+        }
+    }
     if (elf)
         elf_end(elf);
     if (fd >= 0)
@@ -201,11 +217,17 @@ races_code *races_code_open(const char *path, uint64_t start_code, const weft_tr
         races_fail(err, errlen, "%s: %s", path, c ? "libelf is unusable" : "out of memory");
     } else if (!(elf = elf_begin(fd, ELF_C_READ, NULL)) || elf_kind(elf) != ELF_K_ELF) {
         races_fail(err, errlen, "%s: not an ELF executable", path);
-    } else if (load_segments(c, elf, fd, path, err, errlen) == 0) {
+    } else if (load_segments(c, elf, fd, path, 0, err, errlen) == 0) {
         place(c, elf, start_code);
+        for (size_t i = 0; i < c->nsegs; i++)
+            c->segs[i].bias = c->bias;
         find_got(c, elf, c->bias);
         for (uint32_t i = 0; i < nobjects; i++) {
-            object_got(c, &objects[i]);
+            /* An object mapped more than once: its code once. */
+            int first = 1;
+            for (uint32_t j = 0; j < i && first; j++)
+                first = strcmp(objects[j].path, objects[i].path) != 0;
+            object_code(c, &objects[i], first);
             const char *base = strrchr(objects[i].path, '/');
             if (!strncmp(base ? base + 1 : objects[i].path, "ld-linux", 8))
                 c->ld_lo = objects[i].lo, c->ld_hi = objects[i].hi;
@@ -224,11 +246,11 @@ races_code *races_code_open(const char *path, uint64_t start_code, const weft_tr
 unsigned races_code_classify(void *code, uint64_t pc)
 {
     const races_code *c = code;
-    pc -= c->bias;
     for (size_t i = 0; i < c->nsegs; i++) {
         const code_segment *s = &c->segs[i];
-        if (pc >= s->vaddr && pc - s->vaddr + 4 <= s->size) {
-            const uint8_t *b = s->bytes + (pc - s->vaddr);
+        uint64_t at = pc - s->bias;
+        if (at >= s->vaddr && at - s->vaddr + 4 <= s->size) {
+            const uint8_t *b = s->bytes + (at - s->vaddr);
             uint32_t w =
                 (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
             return weft_races_insn_class(w);

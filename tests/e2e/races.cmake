@@ -7,3 +7,4 @@ weft_e2e_test(e2e_races_stack_local races_stack_local.sh)
 # Races drive the other tools: --points races, optimize --from-races.
 weft_e2e_test(e2e_races_drive races_drive.sh)
 weft_e2e_test(e2e_races_salvaged_clones races_salvaged_clones.sh)
+weft_e2e_test(e2e_races_dynamic races_dynamic.sh)
