@@ -217,8 +217,9 @@ static int uses_k(const replay_config *c)
     return c->kind == PCT_KIND_PCT || c->kind == PCT_KIND_PPCT || c->kind == PCT_KIND_RPRO;
 }
 
-/* How round run s of runs goes: its last is under strict priorities when
- * the campaign's policy counts on k. A random schedule switches at nearly
+/* How round run s of runs goes: its second half under strict priorities
+ * (each seed another order of the threads) when the campaign's policy
+ * counts on k. A random schedule switches at nearly
  * every step, so lock holders are preempted and their waiters block, and
  * steps only count while another thread is enabled: a helper's C++
  * programs took 336 to 771 steps under pct where profiling's random runs
@@ -227,7 +228,7 @@ static int uses_k(const replay_config *c)
  * own runs take. */
 static unsigned run_how(const replay_config *c, unsigned how, uint64_t s, uint64_t runs)
 {
-    return runs > 1 && s == runs - 1 && uses_k(c) ? how | ROUND_PRIORITY : how;
+    return runs > 1 && s >= runs / 2 && uses_k(c) ? how | ROUND_PRIORITY : how;
 }
 
 /* One profiling run under the random policy with seed `seed` and the
@@ -549,9 +550,13 @@ static void take_k_n(replay_config *c, const profile_round *pr, int rounds, doub
     if (!c->n)
         c->n = pr->nmax ? pr->nmax : 1;
     char how[96];
+    uint64_t first = pr->runs / 2; /* the first under priorities (run_how) */
     if (run_how(c, 0, pr->runs - 1, pr->runs) & ROUND_PRIORITY)
-        snprintf(how, sizeof how, "random, seeds 0..%" PRIu64 "; pct depth 1, seed %" PRIu64,
-                 pr->runs - 2, pr->runs - 1);
+        snprintf(how, sizeof how,
+                 first > 1 ? "random, seeds 0..%" PRIu64 "; pct depth 1, seeds %" PRIu64
+                             "..%" PRIu64
+                           : "random, seed %" PRIu64 "; pct depth 1, seeds %" PRIu64 "..%" PRIu64,
+                 first - 1, first, pr->runs - 1);
     else
         snprintf(how, sizeof how, "random, seeds 0..%" PRIu64, pr->runs - 1);
     printf("weft: profiling: %" PRIu64 " run%s (%s, points %s%s) took "

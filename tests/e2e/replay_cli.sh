@@ -58,7 +58,7 @@ check "defaults: the table counts the runs made" grep -q "^portfolio: 5 runs ove
 check "defaults: a table row per policy" \
   test "$(grep -cE '^  (random|pct-d1|pct-d2|pct-d3|pos) ' "$work/out")" = 5
 check "defaults: visible points" grep -q "points visible" "$work/out"
-check "defaults: k and n from profiling runs" grep -q "profiling: 3 runs (random, seeds 0..1; pct depth 1, seed 2" "$work/out"
+check "defaults: k and n from profiling runs" grep -q "profiling: 3 runs (random, seed 0; pct depth 1, seeds 1..2" "$work/out"
 check "defaults: a campaign folder per policy" test -s "$work/def/pct-d3/runs.jsonl"
 run_status st "$WEFT" replay --depth 2 -- "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>"$work/err"
 check "--depth without --sched: refused (status $st)" test "$st" = 2
