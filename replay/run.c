@@ -40,6 +40,18 @@ static int find_line(const char *path, const char *prefix, int skip_tools, char 
     return found;
 }
 
+/* std::terminate's two lines as one: its last ("  what():  std::bad_alloc")
+ * alone did not say that an exception nobody caught ended the program. */
+static void terminate_words(const char *errf, char *last, size_t len)
+{
+    char first[1024], what[256];
+    if (strncmp(last, "  what():", 9) ||
+        find_line(errf, "terminate called", 0, first, sizeof first) != 0)
+        return;
+    snprintf(what, sizeof what, "%.200s", last + 2);
+    snprintf(last, len, "%.300s (%s)", first, what);
+}
+
 static const char *base_name(const char *file)
 {
     const char *b = file ? strrchr(file, '/') : NULL;
@@ -496,9 +508,11 @@ static void judge(const replay_config *c, seed_run *sr)
             replay_end_words(c->run.binary, &e, words, sizeof words);
         if (fault && words[0])
             snprintf(last, sizeof last, "%s", words);
-        else if (find_line(sr->files.err, NULL, 1, last, sizeof last) == 0 && last[0] && words[0])
-            snprintf(last + strlen(last), sizeof last - strlen(last), "; %s", words);
-        else if (!last[0])
+        else if (find_line(sr->files.err, NULL, 1, last, sizeof last) == 0 && last[0]) {
+            terminate_words(sr->files.err, last, sizeof last);
+            if (words[0])
+                snprintf(last + strlen(last), sizeof last - strlen(last), "; %s", words);
+        } else if (!last[0])
             snprintf(last, sizeof last, "%s", words);
         snprintf(sr->detail, sizeof sr->detail, "killed by signal %d (%s)%s%s", sr->r.status,
                  strsignal(sr->r.status), last[0] ? ": " : "", last);

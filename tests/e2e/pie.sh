@@ -216,6 +216,10 @@ if user_cc vec.cpp -g -O1; then
   # thread that raised it and its last line of the program's own source.
   # (the main thread's rethrown std::bad_alloc names std::future::get)
   jq -r 'select(.verdict == "abort" or .verdict == "crash") | .detail' "$work/vc/runs.jsonl" >"$work/vc.details"
+  # std::terminate's two lines as one: "what(): std::bad_alloc" alone did
+  # not say that nobody caught it.
+  check "vector: main's uncaught exception says terminate was called" \
+    grep -q "terminate called after throwing an instance of 'std::bad_alloc' (what():  std::bad_alloc); T0 raised it" "$work/vc.details"
   check "vector: a worker's abort names its last line in the program" \
     grep -Eq 'T[12] raised it, last in the program at work\(int\) \(vec.cpp:5\)$' "$work/vc.details"
   # A fault in the C library's blocks counted inline cannot be placed: whose
