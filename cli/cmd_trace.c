@@ -74,7 +74,10 @@ static void describe_end(const guest_result *r, uint32_t flags)
     else if (r->end == GUEST_SIGNALED)
         fprintf(stderr, "weft: guest killed by signal %d (%s)\n", r->status, strsignal(r->status));
     else if (r->end == GUEST_TIMED_OUT)
-        fprintf(stderr, "weft: guest timed out and was killed\n");
+        fprintf(stderr, "weft: guest timed out and was killed (--timeout); if it ends outside "
+                        "weft: threads that back off and retry in step (std::lock, a try-lock "
+                        "loop) can livelock on the ideal platform, where real hardware's timing "
+                        "tells them apart; weft replay --sched random runs other interleavings\n");
     else if (r->finish)
         fprintf(stderr,
                 "weft: interrupted by signal %d after the guest ended; the trace is complete\n",
