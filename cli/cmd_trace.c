@@ -243,7 +243,8 @@ static const cli_option trace_options[] = {
      "shared: nonstack, and plain accesses to a page only once a second\n"
      "thread has touched it (much cheaper on programs whose threads work\n"
      "on their own buffers; see docs/trace-format.md); range:LO-HI (hex,\n"
-     "repeatable); var:NAME (a global)",
+     "repeatable); var:NAME (a global; a C++ one by its qualified\n"
+     "name, acct::balance, or its mangled one)",
      CLI_CUSTOM, 0, 0, 0, parse_filter, NULL},
     {"sysroot", 0, "DIR", "AArch64 root filesystem for a dynamically linked PROGRAM", CLI_STRING,
      O(sysroot), 0, 0, NULL, NULL},

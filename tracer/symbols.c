@@ -151,7 +151,7 @@ static int load_symtab(weft_symbols *s, Elf *elf)
         if (!name || !*name)
             continue;
         int type = GELF_ST_TYPE(es.st_info);
-        sym v = {es.st_value, es.st_size, name, sym_rank(&es, name)};
+        sym v = {es.st_value, es.st_size, name, sym_rank(&es, name), NULL};
         if (type == STT_FUNC || type == STT_GNU_IFUNC)
             s->funcs[s->nfuncs++] = v;
         else if (type == STT_OBJECT)
@@ -219,7 +219,7 @@ static int add_plt_name(void *ctx, uint64_t stub, const char *name)
     }
     snprintf(n, len, name ? "%s@plt" : ".plt", name ? name : "");
     s->plt_names[s->nplt++] = n;
-    s->funcs[s->nfuncs++] = (sym){stub, name ? 16 : 32, n, 0};
+    s->funcs[s->nfuncs++] = (sym){stub, name ? 16 : 32, n, 0, NULL};
     return 0;
 }
 
@@ -366,6 +366,16 @@ int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const c
     return info->found ? 0 : -1;
 }
 
+/* A C++ global's name as a reader knows it (acct::balance, not
+ * _ZN4acct7balanceE), demangled once per symbol: weft export asks for
+ * every event's. */
+static const char *data_shown(weft_symbols *s, sym *o)
+{
+    if (!o->shown)
+        o->shown = trc_sym_demangled(s, o->name);
+    return o->shown;
+}
+
 int weft_symbols_data(weft_symbols *s, uint64_t addr, const char **name, uint64_t *offset)
 {
     const sym *o = find_sym(s->objs, s->nobjs, addr - (uint64_t)s->bias, false);
@@ -374,7 +384,7 @@ int weft_symbols_data(weft_symbols *s, uint64_t addr, const char **name, uint64_
         return weft_symbols_data(in, addr, name, offset);
     addr -= (uint64_t)s->bias;
     if (name)
-        *name = o ? o->name : NULL;
+        *name = o ? data_shown(s, (sym *)o) : NULL;
     if (offset)
         *offset = o ? addr - o->addr : 0;
     return o ? 0 : -1;
@@ -401,7 +411,12 @@ static int name_result(const weft_symbols *s, const sym *f, uint64_t *addr, uint
 
 int weft_symbols_lookup(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size)
 {
-    return name_result(s, find_name(s->objs, s->nobjs, name), addr, size);
+    const sym *o = find_name(s->objs, s->nobjs, name);
+    /* The name weft shows too (a C++ global's demangled one). */
+    for (size_t i = 0; !o && i < s->nobjs; i++)
+        if (!strncmp(s->objs[i].name, "_Z", 2) && !strcmp(data_shown(s, &s->objs[i]), name))
+            o = &s->objs[i];
+    return name_result(s, o, addr, size);
 }
 
 int weft_symbols_function(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size)

@@ -12,8 +12,9 @@
 
 typedef struct sym {
     uint64_t addr, size;
-    const char *name; /* in the ELF string table */
-    int rank;         /* lower is preferred among aliases at one address */
+    const char *name;  /* in the ELF string table */
+    int rank;          /* lower is preferred among aliases at one address */
+    const char *shown; /* a data symbol's name as shown (demangled), made on first use */
 } sym;
 
 typedef struct cu_range {

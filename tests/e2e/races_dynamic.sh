@@ -62,4 +62,30 @@ for mode in free exact; do
   check "$mode: no note that the code was not decoded" \
     bash -c "! grep -q 'without the program' '$work/account-$mode.races'"
 done
+
+# A C++ global's race and filter by the name a reader knows, not the
+# mangled one (_ZN4acct7balanceE).
+cat >"$work/acct.cpp" <<'C'
+#include <cstdio>
+#include <thread>
+namespace acct {
+long balance = 1000;
+}
+int main()
+{
+    std::thread a([] { acct::balance += 300; });
+    std::thread b([] { acct::balance -= 200; });
+    a.join();
+    b.join();
+    std::printf("%ld\n", acct::balance);
+    return 0;
+}
+C
+user_cc acct.cpp -O1 -g || finish
+run_status st "$WEFT" trace -q -o "$work/acct.wtr" -- "$work/acct" </dev/null >/dev/null 2>&1
+run_status st "$WEFT" races "$work/acct.wtr" >"$work/acct.races" 2>&1
+check "C++: the race is on acct::balance" grep -q '^race 1 on acct::balance ' "$work/acct.races"
+run_status st "$WEFT" trace -q --filter var:acct::balance -o "$work/acct-f.wtr" -- "$work/acct" \
+  </dev/null >/dev/null 2>"$work/acct-f.err"
+check "C++: --filter var: takes that name (status $st)" test "$st" = 0
 finish
