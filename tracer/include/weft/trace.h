@@ -486,6 +486,11 @@ int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const c
                     int *line);
 /* data address -> global object name and offset within it. */
 int weft_symbols_data(weft_symbols *s, uint64_t addr, const char **name, uint64_t *offset);
+/* The program's globals and static locals whose type is atomic (C11
+ * _Atomic, std::atomic, atomic_flag), from its debug info: each(ctx,
+ * run-time address, size); a non-zero return stops it and is returned. */
+int weft_symbols_atomic_globals(weft_symbols *s,
+                                int (*each)(void *ctx, uint64_t addr, uint64_t size), void *ctx);
 /* A global data object by name: its address and size. 0 if found, -1 if not. */
 int weft_symbols_lookup(weft_symbols *s, const char *name, uint64_t *addr, uint64_t *size);
 /* Human name of an ELF e_machine value ("x86-64", "32-bit ARM", ...). */
