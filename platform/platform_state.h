@@ -146,8 +146,9 @@ struct weft_platform {
     // Bumped (and futex-woken) when no thread is left running but some wait
     // in a futex: a deadlock may have formed, and the watchdog looks now.
     std::atomic<uint32_t> idle_seq{0};
-    std::atomic<uint64_t> progress_epoch{0}; // bumped by weft_platform_progress
-    std::atomic<uint64_t> world_epoch{0};    // bumped by weft_platform_outside
+    std::atomic<uint64_t> progress_epoch{0};   // bumped by weft_platform_progress
+    std::atomic<uint64_t> world_epoch{0};      // bumped by weft_platform_outside
+    std::atomic<bool> signals_expected{false}; // weft_platform_signals_expected
     // Has anyone read progress_epoch since its last bump? If not, another
     // bump tells nobody anything: a write then costs a load, not a locked add.
     std::atomic<bool> progress_seen{true};

@@ -64,7 +64,8 @@ uint64_t weft_platform_progress_epoch(weft_platform *p)
 // after this many: its writes (a lock it takes and drops to look at a
 // count) are no progress then, since no write wakes a futex waiter. A
 // consumer polling a count a lost update left stale ran every such run
-// to --timeout, a timeout rather than a hit.
+// to --timeout, a timeout rather than a hit. Not once the program has a
+// signal handler or a timer: it may yield until a signal comes.
 #define LONE_YIELDS 100000
 
 // A yield is one of these many sightings: a loop that polls a few times
@@ -107,6 +108,10 @@ static int spin_sighting(weft_platform *p, int pe, uint64_t pc, pause_kind kind)
         p->pol_slept(pe, again);
     else if (p->policy)
         p->pol_yielded(pe);
+    // A program with a signal handler or a timer may yield until a signal
+    // comes from outside, in wall time: its yields are no sightings.
+    if (kind == PAUSE_YIELD && p->signals_expected.load(std::memory_order_relaxed))
+        return 0;
     if (kind == PAUSE_YIELD && lone_yield_locked(p, pe, pc))
         return 1;
     // A sleep is no sign of a livelock: time may end the wait (a loop with
@@ -148,6 +153,11 @@ int weft_platform_yielded(weft_platform *p, int pe, uint64_t pc)
 void weft_platform_sleep(weft_platform *p, int pe, uint64_t pc)
 {
     (void)spin_sighting(p, pe, pc, PAUSE_SLEEP);
+}
+
+void weft_platform_signals_expected(weft_platform *p)
+{
+    p->signals_expected.store(true, std::memory_order_relaxed);
 }
 
 void weft_platform_outside(weft_platform *p, int pe)

@@ -26,12 +26,15 @@ enum {
     SYS_WAITID = 95,
     SYS_FUTEX = 98,
     SYS_NANOSLEEP = 101,
+    SYS_SETITIMER = 103,
+    SYS_TIMER_CREATE = 107,
     SYS_CLOCK_GETTIME = 113,
     SYS_CLOCK_NANOSLEEP = 115,
     SYS_SCHED_YIELD = 124,
     SYS_TKILL = 130,
     SYS_TGKILL = 131,
     SYS_RT_SIGSUSPEND = 133,
+    SYS_RT_SIGACTION = 134,
     SYS_RT_SIGTIMEDWAIT = 137,
     SYS_GETTIMEOFDAY = 169,
     SYS_MSGRCV = 188,
@@ -410,8 +413,14 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
                               num == SYS_CLOCK_NANOSLEEP && (args[1] & 1) ? (int64_t)args[0] : -1);
         return;
     }
-    if (g_plugin.sched.policy)
+    if (g_plugin.sched.policy) {
         weft_platform_outside(p, v->pe);
+        /* A handler of a classic signal, or a timer: a thread may yield
+         * until a signal comes from outside, in wall time. */
+        if ((num == SYS_RT_SIGACTION && a1 < 32 && args[1]) || num == SYS_SETITIMER ||
+            num == SYS_TIMER_CREATE)
+            weft_platform_signals_expected(p);
+    }
     switch (num) {
     case SYS_FUTEX:
         if (g_plugin.sched.policy) /* a wake, or a wait that may be woken: not spinning */

@@ -200,4 +200,44 @@ run_status st "$WEFT" replay --sched pct --runs 4 --jobs 2 --timeout 60 --output
   -- "$work/lone" set </dev/null >"$work/lone-ok.log" 2>&1
 check "the twin whose main sets the flag after a sleep passes ($(jq -c .verdicts "$work/lone-ok/summary.json"))" \
   test "$(jq .verdicts.pass "$work/lone-ok/summary.json")" = 4
+
+# A program that yields until its timer's signal comes: in wall time, so
+# its yields are no livelock (300 of them were, before it had a handler
+# rule: every run failed).
+cat >"$work/alarm.c" <<'EOF'
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/time.h>
+static volatile sig_atomic_t rang;
+static void on_alarm(int s)
+{
+    (void)s;
+    rang = 1;
+}
+static void *worker(void *a)
+{
+    return a;
+}
+int main(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_join(t, NULL);
+    signal(SIGALRM, on_alarm);
+    struct itimerval it = {{0, 0}, {0, 500000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    while (!rang)
+        sched_yield();
+    puts("rang");
+    return 0;
+}
+EOF
+aarch64-linux-gnu-gcc -static -pthread -O1 -g -o "$work/alarm" "$work/alarm.c" ||
+  fail "the cross compiler failed"
+run_status st "$WEFT" replay --sched pct --runs 2 --jobs 2 --timeout 60 --output "$work/alarm-camp" \
+  -- "$work/alarm" </dev/null >"$work/alarm.log" 2>&1
+check "yielding until a timer's signal: every run passes ($(jq -c .verdicts "$work/alarm-camp/summary.json"))" \
+  test "$(jq .verdicts.pass "$work/alarm-camp/summary.json")" = 2
 finish

@@ -207,6 +207,9 @@ void weft_platform_progress(weft_platform *p, int pe);
  * futex, or one that deals with the world outside): a thread yielding alone
  * since may yet see something change. */
 void weft_platform_outside(weft_platform *p, int pe);
+/* Replays: the program installed a signal handler or a timer, so a thread
+ * yielding alone may be waiting for a signal: no lone-yield livelock. */
+void weft_platform_signals_expected(weft_platform *p);
 /* The spinning threads and their pcs, one line each, for a livelock report. */
 size_t weft_platform_describe_spinners(weft_platform *p, char *buf, size_t len);
 /* What the PE did since its last schedule point (exec) and what its next
