@@ -37,7 +37,7 @@ static int run_explain(int argc, char **argv)
         weft_error("%s", err);
         return WEFT_EXIT_FAIL;
     }
-    replay_explanation_print(&x, stdout);
+    replay_explanation_print(&x, stdout, 1);
     replay_explanation_free(&x);
     if (fflush(stdout) != 0) {
         weft_error("stdout: write failed: %s", strerror(errno));

@@ -538,11 +538,12 @@ void replay_explanation_print_end(const replay_explanation *x, FILE *out)
     print_end(x, x->syms, out);
 }
 
-void replay_explanation_print(const replay_explanation *x, FILE *out)
+void replay_explanation_print(const replay_explanation *x, FILE *out, int header)
 {
     weft_symbols *syms = x->syms;
-    fprintf(out, "seed %" PRIu64 ": %s%s%s\n", x->seed, x->verdict, x->detail[0] ? ": " : "",
-            x->detail);
+    if (header)
+        fprintf(out, "seed %" PRIu64 ": %s%s%s\n", x->seed, x->verdict, x->detail[0] ? ": " : "",
+                x->detail);
     print_switches(x, syms, out);
     print_races(x, syms, out);
     print_end(x, syms, out); /* what killed it, and where */

@@ -253,7 +253,7 @@ static int after_run(const replay_request *r, const replay_schedule *s, int rc)
             weft_error("--explain: %s", err);
             return WEFT_EXIT_FAIL;
         }
-        replay_explanation_print(&x, stdout);
+        replay_explanation_print(&x, stdout, 0);
         replay_explanation_free(&x);
     }
     if (r->minimize && rc == 10)

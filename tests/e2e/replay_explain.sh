@@ -32,6 +32,8 @@ explain_case() { # fixture depth
   local e="$work/$fx-explain"
   replay "$e" --sched pct --depth "$d" --seed "$seed" --explain -- "$WEFT_FIXTURES/$fx"
   check "$fx seed $seed --explain: the run fails again (status $st)" test "$st" = 10
+  check "$fx seed $seed --explain: its verdict line once, not again before the schedule" \
+    test "$(grep -c "^seed $seed: " "$e.log")" = 1
   local cps step i
   cps="$(jq -c '.change_points' "$c/traces/seed-$seed.sched.json")"
   while read -r step i; do

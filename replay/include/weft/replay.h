@@ -533,8 +533,10 @@ void replay_explanation_free(replay_explanation *x);
 /* One line for a switch's reason, e.g. "change point k_1: T1 dropped to priority 1". */
 void replay_switch_reason(const replay_switch *w, const replay_switch_log *log, char *buf,
                           size_t len);
-/* The explanation as text (docs/replay.md, "Explaining a failing run"). */
-void replay_explanation_print(const replay_explanation *x, FILE *out);
+/* The explanation as text (docs/replay.md, "Explaining a failing run");
+ * header: its first line, the seed and verdict (weft replay --explain has
+ * just printed them). */
+void replay_explanation_print(const replay_explanation *x, FILE *out, int header);
 
 /* ---- a minimal schedule (minimize.c) ---------------------------------------- */
 
