@@ -109,9 +109,12 @@ void shadow_free(shadow *s);
 /* The index in s->granules of granule number g (the bytes [8g, 8g+8)),
  * created when missing. Returns 0, or -1 when out of memory. */
 int shadow_granule_index(shadow *s, uint64_t g, uint32_t *idx);
+/* races_atomic.c: mark the program's atomic globals (cfg->binary's debug
+ * info) as atomic locations. 0, or -1 when out of memory. */
+int races_atomic_globals(weft_races *d, const weft_races_config *cfg);
 
 /* The bytes of granule g that [addr, addr+size) covers, bit i = byte 8g+i. */
-static inline uint8_t granule_mask(uint64_t addr, uint8_t size, uint64_t g)
+static inline uint8_t granule_mask(uint64_t addr, uint64_t size, uint64_t g)
 {
     uint64_t start = g << 3;
     uint64_t lo = addr > start ? addr - start : 0;
