@@ -254,7 +254,7 @@ static void wait_words(const wait_site *ws, const char *futex, char *what, size_
     else if (ws->fn)
         w = snprintf(where, welen, "in %s", ws->fn);
     else if (ws->api && ws->from_call) /* inside a library without symbols, called as api */
-        w = snprintf(where, welen, "in %s%s%s%s", ws->api, ws->lib ? " (" : "",
+        w = snprintf(where, welen, "in %s%s%s%s", ws->api, ws->lib ? " (waiting in " : "",
                      ws->lib ? ws->lib : "", ws->lib ? ")" : "");
     else if (ws->lib)
         w = snprintf(where, welen, "at pc 0x%" PRIx64 " in %s", ws->pc, ws->lib);

@@ -184,9 +184,9 @@ if user_cc abba.cpp -g -O1; then
   check "C++: each worker's wait called from its own line, by its C++ name ($d)" \
     bash -c "grep -q 'called from t1() (abba.cpp:6)' <<<'$d' && grep -q 'called from t2() (abba.cpp:7)' <<<'$d'"
   check "C++: a wait inside the C library (no symbols there) by the call and the library" \
-    grep -q 'in pthread_mutex_lock (libc.so.6), called from t[12]()' <<<"$d"
+    grep -q 'in pthread_mutex_lock (waiting in libc.so.6), called from t[12]()' <<<"$d"
   check "C++: main waits in std::thread::join, a call into libstdc++" \
-    grep -q 'T0 waits on futex 0x[0-9a-f]* in std::thread::join (libc.so.6), called from main (abba.cpp:8)' <<<"$d"
+    grep -q 'T0 waits on futex 0x[0-9a-f]* in std::thread::join (waiting in libc.so.6), called from main (abba.cpp:8)' <<<"$d"
 fi
 
 # Two std::async tasks push into one std::vector: a corrupted heap. The
