@@ -231,7 +231,7 @@ static unsigned run_how(const replay_config *c, unsigned how, uint64_t s, uint64
     return runs > 1 && s >= runs / 2 && uses_k(c) ? how | ROUND_PRIORITY : how;
 }
 
-/* One profiling run under the random policy with seed `seed` and the
+/* One profiling run under the random policy (or priorities: run_how) with seed `seed` and the
  * campaign's points (the points learnt so far; ROUND_FIRST: the visible
  * operations alone), its trace at `trace`, its other files at STEM.*: its
  * steps and threads (from the plugin's record, or from the counts its
@@ -247,9 +247,13 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
     unlink(record);
     replay_record_remove_status(record);
     replay_config p = *c;
-    p.kind = how & ROUND_PRIORITY ? PCT_KIND_PCT : PCT_KIND_RANDOM;
-    p.depth = 1; /* priorities alone: no change point */
-    p.k = how & ROUND_PRIORITY ? 1 : 0;
+    p.kind = PCT_KIND_RANDOM;
+    p.k = 0;
+    if (how & ROUND_PRIORITY) { /* priorities alone: no change point */
+        p.kind = PCT_KIND_PCT;
+        p.depth = 1;
+        p.k = 1;
+    }
     p.n = 0;
     p.starvation = -1;
     p.host_parallel = 0;
@@ -332,7 +336,7 @@ static uint64_t profile_departed;
 /* One round of profiling runs (seeds 0..R-1) and what they counted. */
 typedef struct profile_round {
     uint64_t runs, kmax, nmax;
-    int kmax_exact;       /* kmax is a counted run's (not a trace's estimate) */
+    int kmax_exact;       /* some run counted its steps: kmax leaves out traces' estimates */
     uint64_t yield_steps; /* left out of the runs' steps, all runs */
     char seen[256];
     int estimated, capped;
@@ -505,6 +509,7 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
         }
     }
     size_t sl = 0;
+    uint64_t kmax_estimated = 0;
     for (uint64_t s = 0; s < pr->runs; s++) {
         const run_counts *rc = &pr->counts[s];
         profile_departed += rc->departures > 0;
@@ -518,23 +523,24 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
          * a step: ten million where the others took 61 and 68, and every
          * change point past their ends. Its count only when no other run
          * has one. */
-        uint64_t kept = rc->estimated && pr->kmax_exact ? 0 : rc->steps;
-        if (!rc->estimated && !pr->kmax_exact) {
-            pr->kmax_exact = 1;
-            pr->kmax = 0;
-        }
-        pr->kmax = kept > pr->kmax ? kept : pr->kmax;
+        if (rc->estimated || rc->capped)
+            kmax_estimated = rc->steps > kmax_estimated ? rc->steps : kmax_estimated;
+        else
+            pr->kmax = rc->steps > pr->kmax ? rc->steps : pr->kmax;
+        pr->kmax_exact |= !rc->estimated && !rc->capped;
         pr->yield_steps += rc->yield_steps;
         pr->nmax = rc->threads > pr->nmax ? rc->threads : pr->nmax;
         if (sl < sizeof pr->seen - 24)
             sl += (size_t)snprintf(pr->seen + sl, sizeof pr->seen - sl, "%s%" PRIu64, s ? ", " : "",
                                    rc->steps);
     }
+    if (!pr->kmax_exact)
+        pr->kmax = kmax_estimated;
     return 0;
 }
 
 /* k and n: the largest counts of a round of runs under the random policy
- * (seeds 0, 1, ...; the last under priorities, run_how) with the campaign's
+ * (seeds 0, 1, ...; the second half under priorities, run_how) with the campaign's
  * points, since a run of another
  * schedule may take more steps than one profiling run did; the campaign's
  * runs that still take more are counted in its summary. */
