@@ -411,21 +411,43 @@ static void print_access(const weft_event *e, weft_symbols *syms, FILE *out)
             where, e->time, e->seq);
 }
 
+/* One race's line after its number: two races on pcs of the same lines
+ * (the two stores of one line's if/else) read the same and are shown once. */
+static void race_text(const replay_race_var *r, uint64_t count, weft_symbols *syms, char *buf,
+                      size_t len)
+{
+    char a[256], b[256];
+    place(syms, r->race.first.thread, r->race.first.pc, a, sizeof a);
+    place(syms, r->race.second.thread, r->race.second.pc, b, sizeof b);
+    snprintf(buf, len, "on %s (0x%" PRIx64 "), %" PRIu64 " instance%s: %s %s / %s %s", r->variable,
+             r->race.addr, count, count == 1 ? "" : "s", weft_event_kind_name(r->race.first.kind),
+             a, weft_event_kind_name(r->race.second.kind), b);
+}
+
 static void print_races(const replay_explanation *x, weft_symbols *syms, FILE *out)
 {
     fprintf(out, "races in this run (weft races %s): %zu%s\n", x->trace_path, x->nraces_total,
             x->decoded ? ""
                        : " (the program was not readable: every atomic counted as acquire "
                          "and release)");
+    char text[800], other[800];
+    size_t shown = 0;
     for (size_t i = 0; i < x->nraces; i++) {
         const replay_race_var *r = &x->races[i];
-        char a[256], b[256];
-        place(syms, r->race.first.thread, r->race.first.pc, a, sizeof a);
-        place(syms, r->race.second.thread, r->race.second.pc, b, sizeof b);
-        fprintf(out, "  race %zu on %s (0x%" PRIx64 "), %" PRIu64 " instance%s: %s %s / %s %s\n",
-                i + 1, r->variable, r->race.addr, r->race.count, r->race.count == 1 ? "" : "s",
-                weft_event_kind_name(r->race.first.kind), a,
-                weft_event_kind_name(r->race.second.kind), b);
+        race_text(r, 0, syms, text, sizeof text);
+        uint64_t count = 0;
+        int again = 0;
+        for (size_t j = 0; j < x->nraces; j++) {
+            race_text(&x->races[j], 0, syms, other, sizeof other);
+            if (strcmp(other, text))
+                continue;
+            again |= j < i;
+            count += x->races[j].race.count;
+        }
+        if (again)
+            continue;
+        race_text(r, count, syms, text, sizeof text);
+        fprintf(out, "  race %zu %s\n", ++shown, text);
         int seen = 0;
         for (size_t j = 0; j < i; j++)
             seen |= x->races[j].race.addr == r->race.addr;

@@ -141,6 +141,42 @@ run_status st "$WEFT" replay --schedule "$f" --sched pct
 check "--schedule with --sched: exit 2" test "$st" = 2
 run_status st "$WEFT" replay --sched pct --minimize -- "$WEFT_FIXTURES/lost_update"
 check "--minimize without --seed: exit 2" test "$st" = 2
+# ---- races on different pcs of the same lines are one entry -----------------------
+# Two stores on one line (an if/else) race with main's store as two pc pairs
+# that read the same: --explain shows them once, their instances summed.
+cat >"$work/oneline.c" <<'EOF'
+#include <pthread.h>
+#include <stdlib.h>
+static volatile int g;
+static void *work(void *a)
+{
+    for (int i = 0; i < 50; i++)
+        if (i & 1) g = 3; else g = 5;
+    return a;
+}
+int main(void)
+{
+    pthread_t t;
+    pthread_create(&t, 0, work, 0);
+    for (int i = 0; i < 50; i++)
+        g = 7;
+    pthread_join(t, 0);
+    return g != 7;
+}
+EOF
+cross_cc oneline
+merged=0
+for s in 1 2 3 4 5 6; do
+  replay "$work/oneline-$s" --sched random --seed "$s" --explain -- "$work/oneline"
+  lines="$(grep -c '^  race [0-9]* on ' "$work/oneline-$s.log" || true)"
+  total="$(sed -n 's/^races in this run (weft races .*): \([0-9]*\).*/\1/p' "$work/oneline-$s.log")"
+  check "oneline seed $s: no two race lines read the same" \
+    test -z "$(sed -n 's/^  race [0-9]* \(on .*\), [0-9]* instances*: /\1 /p' "$work/oneline-$s.log" |
+      sort | uniq -d)"
+  [ -n "$total" ] && [ "$lines" -lt "$total" ] && merged=$((merged + 1))
+done
+check "oneline: some seed's races on the same lines were merged ($merged of 6)" test "$merged" -gt 0
+
 # ---- what killed a run, and where --------------------------------------------------
 # A crash: the trace's fault event (the access that faulted), named.
 replay "$work/segv-x" --sched pct --seed 1 --explain -- "$WEFT_FIXTURES/fail_segv"
