@@ -60,6 +60,16 @@ for s in pct random; do
   check "bounded yields under $s: every run passes (status $st; $(jq -r .verdict "$work/y-$s/runs.jsonl" | sort | uniq -c | xargs))" \
     test "$st $(jq -r .verdict "$work/y-$s/runs.jsonl" | sort | uniq -c | xargs)" = "0 10 pass"
 done
+# Profiling's k leaves out the steps that resumed a yielding thread; the
+# summary's runs beyond k leave them out too (every run of yield_ok took more
+# steps than k with them: "200 runs took more than k", a helper's sigstop).
+k="$(jq .k "$work/y-pct/summary.json")"
+with="$(jq -s --argjson k "$k" '[.[] | select(.steps > $k)] | length' "$work/y-pct/runs.jsonl")"
+without="$(jq -s --argjson k "$k" '[.[] | select(.steps - .yield_steps > $k)] | length' \
+  "$work/y-pct/runs.jsonl")"
+check "bounded yields: runs beyond k = $k counted without their yield steps ($without; with them $with)" \
+  test "$(jq .runs_beyond_k "$work/y-pct/summary.json")" = "$without"
+check "bounded yields: some run's yield steps take it past k ($with of 10)" test "$with" -gt "$without"
 for s in random pct; do
   run_status st timeout -s KILL 300 "$WEFT" replay --sched $s --runs 4 --jobs 2 --timeout 20 \
     --steps 100 --threads 4 --output "$work/s-$s" -- "$work/spin_all" </dev/null >"$work/s-$s.log" 2>&1

@@ -309,8 +309,10 @@ typedef struct replay_summary {
      * beside the hits, not in them. */
     uint64_t runs, hits, timeouts, verdicts[REPLAY_VERDICT_COUNT];
     uint64_t runs_without_override;
-    /* runs that took more steps than k: the bound does not speak of them */
-    uint64_t runs_beyond_k;
+    /* runs that took more steps than k, both counted as profiling counts k
+     * (without the steps that resumed a yielding or spinning thread): the
+     * bound does not speak of them; kept_steps_max is their most */
+    uint64_t runs_beyond_k, kept_steps_max;
     /* pb, db: runs whose schedule repeated one with fewer deviations */
     uint64_t duplicates;
     /* runs where a gate gave up waiting (a host stall, a thread stuck in
