@@ -190,14 +190,18 @@ static double now_s(void)
  * shape the guest's stack, so a variable that differs between two shells
  * (PWD, SHLVL, GNU parallel's PARALLEL_SEQ, Slurm's SLURM_*) would change
  * virtual times and with them a seed's run. Kept: the variables below, LC_*,
- * QEMU_* (qemu's own settings) and the names listed in WEFT_GUEST_ENV. */
+ * QEMU_* (qemu's own settings), OMP_* and GOMP_* (an OpenMP program's team
+ * size and wait policy: without them it ran another program than the user's
+ * shell) and the names listed in WEFT_GUEST_ENV. */
 static int guest_env_kept(const char *var)
 {
     static const char *const kept[] = {"PATH",     "HOME", "USER", "LOGNAME", "LANG",
                                        "LANGUAGE", "TZ",   "TERM", "SHELL",   "TMPDIR"};
     size_t len = strcspn(var, "=");
-    if (!strncmp(var, "LC_", 3) || !strncmp(var, "QEMU_", 5))
-        return 1;
+    static const char *const prefixes[] = {"LC_", "QEMU_", "OMP_", "GOMP_"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (!strncmp(var, prefixes[i], strlen(prefixes[i])))
+            return 1;
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
         if (strlen(kept[i]) == len && !strncmp(var, kept[i], len))
             return 1;

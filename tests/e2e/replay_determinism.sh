@@ -62,4 +62,11 @@ WEFT_GUEST_ENV="WEFT_PLUGIN_STATS SOME_LONG_NAME" WEFT_PLUGIN_STATS=1 SOME_LONG_
   --timeout 60 --output "$work/env2" -- "$WEFT_FIXTURES/lost_update" >"$work/env2.log" 2>&1 || true
 check "WEFT_GUEST_ENV passes a variable through (the run changes)" \
   bash -c "! cmp -s '$c/traces/seed-7.wtr' '$work/env2/traces/seed-7.wtr'"
+# OpenMP's settings are the program's input: OMP_NUM_THREADS=4 traced 2
+# threads of a helper's program (its team at the default size), silently.
+env WEFT_GUEST_ENV=WEFT_PLUGIN_STATS WEFT_PLUGIN_STATS=1 OMP_NUM_THREADS=4 \
+  "$WEFT" replay --sched random --depth 1 --points shared --steps 400 --threads 3 --seed 7 --save-trace \
+  --timeout 60 --output "$work/env4" -- "$WEFT_FIXTURES/lost_update" >"$work/env4.log" 2>&1 || true
+check "OMP_* passes through without WEFT_GUEST_ENV (the run changes)" \
+  bash -c "test -s '$work/env4/traces/seed-7.wtr' && ! cmp -s '$c/traces/seed-7.wtr' '$work/env4/traces/seed-7.wtr'"
 finish
