@@ -119,6 +119,12 @@ static int run_races(int argc, char **argv)
     weft_races *d = NULL;
     if (bad)
         goto out;
+    if (!binary && m->binary_path && *m->binary_path)
+        fprintf(stderr,
+                "weft races: note: %s, the traced program, %s here: without its code and "
+                "symbols races are judged coarsely (every atomic as acquire and release, the "
+                "C library's own code not told from the program's): pass --binary PATH\n",
+                m->binary_path, access(m->binary_path, R_OK) ? "is not readable" : "was rebuilt");
     weft_races_config cfg = weft_races_config_default();
     cfg.atomic_locations = !o.plain_atomics;
     cfg.binary = binary;

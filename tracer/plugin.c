@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -446,6 +447,17 @@ static void fill_meta(weft_trace_meta *m, char **storage)
     m->argc = (uint32_t)(count - first);
     m->argv = storage + first;
     m->binary_path = m->argc ? m->argv[0] : "";
+    /* A relative path read from another directory named no file, or
+     * another one: weft races then lost the program's code and counted
+     * every atomic as acquire and release (false races in libgomp). */
+    static char absolute[PATH_MAX];
+    char cwd[PATH_MAX];
+    const char *rel = m->argc ? m->binary_path : "/";
+    while (rel[0] == '.' && rel[1] == '/')
+        rel += 2;
+    if (rel[0] != '/' && getcwd(cwd, sizeof cwd) &&
+        snprintf(absolute, sizeof absolute, "%s/%s", cwd, rel) < (int)sizeof absolute)
+        m->binary_path = absolute;
     int len = m->argc ? weft_elf_build_id(m->binary_path, m->build_id, sizeof m->build_id) : 0;
     m->build_id_len = len > 0 ? (uint32_t)len : 0;
 }

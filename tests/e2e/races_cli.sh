@@ -82,10 +82,19 @@ cp lu lu.keep
 run_status st "$WEFT" races --binary lu.keep --json lu.wtr >keep.json
 check "--binary: a copy of the traced program gives the same races" \
   cmp -s <(jq -c .races lu.json) <(jq -c .races keep.json)
+# Traced as ./lu: read from another folder, the trace still names it (a
+# relative path named nothing there, and a helper's correct OpenMP program
+# got a false race).
+mkdir -p elsewhere
+(cd elsewhere && "$WEFT" races --json ../lu.wtr >../elsewhere.json 2>../elsewhere.err) || true
+check "traced as ./lu, read from another folder: the same races, decoded" \
+  test "$(jq -c '[.decoded, .races]' elsewhere.json)" = "$(jq -c '[true, .races]' lu.json)"
 mv lu lu.moved
-run_status st "$WEFT" races lu.wtr >moved.txt
+run_status st "$WEFT" races lu.wtr >moved.txt 2>moved.err
 check "program moved: still analyses (exit $st)" test "$st" = 0 -o "$st" = 10
 check "program moved: says so" grep -q "note: without the program's code every atomic access" moved.txt
+check "program moved: names it on stderr" \
+  grep -q "^weft races: note: $PWD/lu, the traced program, is not readable here: .*pass --binary PATH$" moved.err
 run_status st "$WEFT" races --json lu.wtr >moved.json
 check "program moved: not decoded, no source lines" \
   test "$(jq -c '[.decoded, ([.races[] | .first.line, .second.line] | all(. == null))]' moved.json)" \
