@@ -111,9 +111,10 @@ char host_thread_state(int tid)
     return paren[2];
 }
 
-// The futex operation the host thread sleeps in: its op, -1 when it is not
-// asleep in a futex, -2 when it is asleep and /proc cannot say in what.
-static long asleep_in_futex(int tid)
+// The system call the host thread sleeps in: its number, -1 when it is not
+// asleep, -2 when it is asleep and /proc cannot say in what; *op gets the
+// call's second argument (a futex's operation).
+static long asleep_in(int tid, unsigned long *op)
 {
     if (host_thread_state(tid) != 'S')
         return -1;
@@ -130,10 +131,22 @@ static long asleep_in_futex(int tid)
     // "NR ARG1 ARG2 ...", or "running" when it woke meanwhile.
     char *end;
     long nr = strtol(buf, &end, 10);
-    if (end == buf || nr != SYS_futex)
+    if (end == buf)
         return -1;
-    strtoull(end, &end, 16); // the futex word
-    return long(strtoul(end, nullptr, 16) & 0x7fffffffu);
+    strtoull(end, &end, 16); // the first argument (a futex's word)
+    *op = strtoul(end, nullptr, 16);
+    return nr;
+}
+
+// The futex operation the host thread sleeps in: its op, -1 when it is not
+// asleep in a futex, -2 when it is asleep and /proc cannot say in what.
+static long asleep_in_futex(int tid)
+{
+    unsigned long op = 0;
+    long nr = asleep_in(tid, &op);
+    if (nr == -2)
+        return -2;
+    return nr == SYS_futex ? long(op & 0x7fffffffu) : -1;
 }
 
 bool host_thread_in_cond_wait(int tid)
@@ -145,6 +158,13 @@ bool host_thread_in_cond_wait(int tid)
 bool host_thread_in_futex(int tid)
 {
     return asleep_in_futex(tid) != -1;
+}
+
+bool host_thread_asleep_outside_futex(int tid)
+{
+    unsigned long op = 0;
+    long nr = asleep_in(tid, &op);
+    return nr == -2 || (nr >= 0 && nr != SYS_futex);
 }
 
 } // namespace weft

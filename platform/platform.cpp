@@ -414,7 +414,45 @@ void weft_platform_syscall_release(weft_platform *p, int pe, uint64_t cycles)
     std::lock_guard<std::mutex> g(p->mu);
     p->slots[pe].bound.store(cycles);
     p->released++;
-    p->policy_state_changed_locked(pe, RELEASED);
+    // One holder at a time: it keeps the token until seen asleep in the call.
+    bool limbo = p->policy && !p->host_parallel;
+    p->policy_state_changed_locked(pe, limbo ? RELEASE_ENTERING : RELEASED);
+}
+
+// Only the holder runs guest code, so only its system calls (a write to a
+// pipe, an eventfd's, a close, a signal) wake a thread asleep in a released
+// call from inside the program. The woken thread rejoins when its host
+// thread gets there, and a decision taken before would leave it out or not
+// by host timing: a helper's server replayed one seed as 17, 22 and 20
+// steps. So before the holder goes on, every released thread is back or
+// still asleep in its call. One that neither sleeps nor returns within
+// stall_ms (a long read from a disk) is left to host timing, counted as an
+// escape: the run may not repeat by its seed.
+void weft_platform_settle_released(weft_platform *p, int pe)
+{
+    if (!p->policy || p->host_parallel)
+        return;
+    uint32_t n = p->count.load();
+    for (uint32_t q = 0; q < n; q++) {
+        Slot &s = p->slots[q];
+        if (int(q) == pe || s.state.load() != RELEASED)
+            continue;
+        uint64_t since = now_ns();
+        for (unsigned spins = 0; s.state.load() == RELEASED; spins++) {
+            if (!s.busy.load() && host_thread_asleep_outside_futex(s.host_tid) && !s.busy.load())
+                break;
+            if (now_ns() - since > uint64_t(p->cfg.stall_ms) * 1000000ull) {
+                p->escapes++;
+                break;
+            }
+            if (spins < 64) {
+                sched_yield();
+            } else {
+                timespec ts = {0, 50000};
+                nanosleep(&ts, nullptr);
+            }
+        }
+    }
 }
 
 uint64_t weft_platform_syscall_return(weft_platform *p, int pe, uint64_t cycles)
@@ -445,7 +483,7 @@ int weft_platform_check_deadlock(weft_platform *p)
     uint32_t n = p->count.load();
     for (uint32_t q = 0; q < n; q++) {
         int st = p->slots[q].state.load();
-        if (st == FUTEX_ENTERING || st == EXITING)
+        if (weft_platform::limbo(st))
             p->probe(int(q));
     }
     std::lock_guard<std::mutex> g(p->mu);

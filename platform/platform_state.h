@@ -23,7 +23,11 @@ enum PeState : int {
     FUTEX_ENTERING, // in FUTEX_WAIT, not yet seen asleep in the kernel: still counted
     BLOCKED,        // asleep in FUTEX_WAIT: not counted until the model wakes it
     RELEASED,       // in a syscall that may block indefinitely: not counted
-    EXITING,        // called exit; counted until its host thread is gone
+    // Replay: entering such a syscall, not yet seen asleep in it (it may
+    // return at once, data at hand): the holder keeps the token, as in
+    // FUTEX_ENTERING, so host timing does not decide who runs meanwhile.
+    RELEASE_ENTERING,
+    EXITING, // called exit; counted until its host thread is gone
     EXITED
 };
 
@@ -112,6 +116,10 @@ bool host_thread_in_cond_wait(int tid);
 // Is the host thread asleep in a futex (any operation; where /proc cannot
 // say, asleep at all)?
 bool host_thread_in_futex(int tid);
+// Is the host thread asleep in a system call other than a futex (a read of
+// an empty pipe; not a lock of qemu's or weft's)? Where /proc cannot say
+// which call, asleep at all.
+bool host_thread_asleep_outside_futex(int tid);
 
 } // namespace weft
 
@@ -185,9 +193,15 @@ struct weft_platform {
     void step_kernel_to(uint64_t cycles);
     void probe(int q);
     void note_maybe_idle_locked();
+    // The holder keeps the token until the host thread has settled.
+    static bool limbo(int st)
+    {
+        return st == weft::FUTEX_ENTERING || st == weft::RELEASE_ENTERING || st == weft::EXITING;
+    }
     static bool counted(int st)
     {
-        return st == weft::RUNNING || st == weft::FUTEX_ENTERING || st == weft::EXITING;
+        return st == weft::RUNNING || st == weft::FUTEX_ENTERING || st == weft::EXITING ||
+               st == weft::RELEASE_ENTERING;
     }
     int blocker(int pe, uint64_t t);
     int futex_wake_locked(int waker, uint64_t uaddr, int n, uint64_t cycles);

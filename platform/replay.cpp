@@ -34,7 +34,7 @@ void futex_wait_word(std::atomic<uint32_t> *w, uint32_t val, long ns)
 
 } // namespace
 
-// A thread in a limbo state (FUTEX_ENTERING, EXITING) leaves it once its
+// A thread in a limbo state (FUTEX_ENTERING, RELEASE_ENTERING, EXITING) leaves it once its
 // host thread is seen asleep in the kernel or gone: only then may the policy
 // count it blocked or exited without guessing from time.
 void weft_platform::probe(int q)
@@ -53,6 +53,13 @@ void weft_platform::probe(int q)
             std::lock_guard<std::mutex> g(mu);
             if (s.state.load() == FUTEX_ENTERING && !s.instant_wait)
                 policy_state_changed_locked(q, BLOCKED);
+        }
+    } else if (st == RELEASE_ENTERING) {
+        // Asleep in the call itself, not on a lock of qemu's or weft's.
+        if (!s.busy.load() && host_thread_asleep_outside_futex(s.host_tid) && !s.busy.load()) {
+            std::lock_guard<std::mutex> g(mu);
+            if (s.state.load() == RELEASE_ENTERING)
+                policy_state_changed_locked(q, RELEASED);
         }
     } else if (st == EXITING) {
         char hs = host_thread_state(int(s.tid));
@@ -74,7 +81,7 @@ void weft_platform::note_maybe_idle_locked()
     bool waits = false;
     for (uint32_t q = 0; q < n; q++) {
         int st = slots[q].state.load();
-        if (st == RUNNING || st == RELEASED)
+        if (st == RUNNING || st == RELEASED || st == RELEASE_ENTERING)
             return;
         waits |= st == FUTEX_ENTERING || st == BLOCKED;
     }
@@ -113,7 +120,7 @@ void weft_platform::policy_state_changed_locked(int pe, int st)
         if (old == BLOCKED || old == RELEASED)
             pol_state(pe, OP_ENABLED);
         break;
-    default: // FUTEX_ENTERING, EXITING: limbo, the thread keeps the token
+    default: // FUTEX_ENTERING, RELEASE_ENTERING, EXITING: limbo, the thread keeps the token
         break;
     }
     if (host_parallel) {
@@ -180,7 +187,7 @@ void weft_platform::reschedule_parallel_locked()
         bool allow = std::find(allowed, allowed + n, pct_tid(q)) != allowed + n;
         Slot &s = slots[q];
         int st = s.state.load();
-        if (s.token.load() && !allow && st != FUTEX_ENTERING && st != EXITING) {
+        if (s.token.load() && !allow && !limbo(st)) {
             s.token.store(0);
         } else if (!s.token.load() && allow) {
             if (st == BLOCKED)
@@ -204,7 +211,7 @@ void weft_platform::reschedule_locked()
     int h = holder.load();
     if (h >= 0) {
         int st = slots[h].state.load();
-        if (st == FUTEX_ENTERING || st == EXITING)
+        if (limbo(st))
             return; // limbo: decide once the host thread has settled
     }
     pct_tid *allowed = allowed_buf.get();
@@ -296,7 +303,7 @@ int weft_platform::stuck_token_holder(int pe)
         if (int(q) == pe || !slots[q].token.load())
             continue;
         int st = slots[q].state.load();
-        if (st == FUTEX_ENTERING || st == EXITING)
+        if (limbo(st))
             return int(q);
         held++;
     }
@@ -352,7 +359,7 @@ weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
         }
         if (h >= 0) {
             int st = slots[h].state.load();
-            if (st == FUTEX_ENTERING || st == EXITING)
+            if (limbo(st))
                 probe(h);
             else if (!out && ++rounds % 4 == 0 && h != pe && holder_stuck_in_qemu(h)) {
                 // Leave guest code so qemu can finish; this PE waits again at

@@ -585,6 +585,8 @@ void plugin_syscall_return(qemu_plugin_id_t id, unsigned int vcpu_idx, int64_t n
     weft_platform_busy(g_plugin.platform, pe, 1);
     in_syscall_cb = 1;
     syscall_return_bound(v, num, ret);
+    if (g_plugin.sched.policy) /* the call may have woken a thread asleep in a read */
+        weft_platform_settle_released(g_plugin.platform, pe);
     in_syscall_cb = 0;
     weft_platform_busy(g_plugin.platform, pe, -1);
     v->inline_fresh = 1;

@@ -1,12 +1,15 @@
 # Same seed, same run: three replays of one seed write byte-identical traces
 # and JSON lines (wall time aside), for every policy, on fixtures where host
 # timing used to leak in (a child created by the first clone, PPCT's high set
-# on 8 threads, a thread blocking in a futex).
+# on 8 threads, a thread blocking in a futex, a reader asleep in a pipe's read
+# whom the writer's writes wake: it rejoined by host timing, one seed's run
+# 17, 22 or 20 steps in a helper's server).
 source "$(dirname "$0")/lib.sh"
 
 cases=(
   "parallel8 ppct 2 7" "parallel8 pct 3 2" "lost_update random 1 7" "lost_update rpro 3 4"
   "wsq pct 2 11" "deadlock_lock_order ppct 2 3" "atomicity_violation random 1 9"
+  "pipe_ok random 1 5" "pipe_ok pct 2 3"
 )
 # On a difference: what differed, each run's gate statistics (escapes and
 # exclusive yields are where host timing can enter) and profiling lines (the

@@ -118,6 +118,11 @@ weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, u
  * (stats' rejoins): how far it moved is the host's timing. */
 void weft_platform_syscall_release(weft_platform *p, int pe, uint64_t cycles);
 uint64_t weft_platform_syscall_return(weft_platform *p, int pe, uint64_t cycles);
+/* Replays: the holder, back from a system call, waits until every thread
+ * in a released call is back from it or asleep in it (the call may have
+ * woken one), so the policy's next decision does not depend on when a
+ * woken thread's host thread gets back. */
+void weft_platform_settle_released(weft_platform *p, int pe);
 
 /* ---- replay ---------------------------------------------------------------- */
 
