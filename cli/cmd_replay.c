@@ -164,8 +164,8 @@ static const cli_option replay_options[] = {
     {"seed", 's', "S",
      "the first seed (default 1); alone, one run with seed S described in\ndetail", CLI_CUSTOM, 0,
      0, 0, parse_seed, NULL},
-    {"runs", 'n', "N", "a campaign of N runs, seeds S..S+N-1 (default 1)", CLI_U64, O(runs), 1,
-     REPLAY_RUNS_MAX, NULL, NULL},
+    {"runs", 'n', "N", "a campaign of N runs, seeds S..S+N-1 (default 1; a portfolio's 100)",
+     CLI_U64, O(runs), 1, REPLAY_RUNS_MAX, NULL, NULL},
     {"for", 0, "SEC",
      "a time budget: start no run once SEC s have passed since weft\n"
      "started (profiling included; the runs under way finish); without\n"

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +91,23 @@ static void worker(const replay_config *c, uint64_t seed, int runs_fd, const cha
     _exit((int)v | lost);
 }
 
-/* What the parent says about a finished failing run (or the --seed run). */
+/* What the parent says about a finished failing run (or the --seed run):
+ * the first REPLAY_HITS_SHOWN failures of the process, each with the command
+ * that reproduces it; a portfolio's default 100 runs printed 100 of them. */
+#define REPLAY_HITS_SHOWN 10
+#define MEMBER_HITS_SHOWN 2 /* each policy of a portfolio */
+static unsigned hits_shown_in(const replay_config *c)
+{
+    static char dirs[16][PATH_MAX];
+    static unsigned shown[16], ndirs;
+    unsigned i = 0;
+    while (i < ndirs && strcmp(dirs[i], c->out_dir))
+        i++;
+    if (i == ndirs && ndirs < 16)
+        snprintf(dirs[ndirs++], sizeof dirs[0], "%s", c->out_dir);
+    return i < 16 ? ++shown[i] : UINT_MAX;
+}
+
 static void report_run(const replay_config *c, uint64_t seed, const char *tmp_dir)
 {
     char path[PATH_MAX + 64], cmd[8192];
@@ -102,6 +119,7 @@ static void report_run(const replay_config *c, uint64_t seed, const char *tmp_di
     const char *verdict = json_string_value(json_object_get(o, "verdict"));
     const char *detail = json_string_value(json_object_get(o, "detail"));
     const char *trace = json_string_value(json_object_get(o, "trace"));
+    unsigned shown, cap = c->inner ? MEMBER_HITS_SHOWN : REPLAY_HITS_SHOWN;
     if (c->seed_given) {
         json_t *st = json_object_get(o, "steps"), *cp = json_object_get(o, "change_points");
         char *cps = json_is_array(cp) ? json_dumps(cp, JSON_COMPACT) : NULL;
@@ -121,6 +139,10 @@ static void report_run(const replay_config *c, uint64_t seed, const char *tmp_di
         free(cps);
         if (trace)
             printf("  trace %s/%s (weft info, weft export)\n", c->out_dir, trace);
+    } else if (!c->quiet && (shown = hits_shown_in(c)) > cap) {
+        if (shown == cap + 1)
+            printf("(%s: more failing runs are not printed: its runs.jsonl lists every run)\n",
+                   c->out_dir);
     } else if (!c->quiet) {
         printf("seed %" PRIu64 ": %s: %s\n", seed, verdict, detail ? detail : "");
         replay_repro_command(c, seed, cmd, sizeof cmd);

@@ -154,17 +154,21 @@ static void print_table(const replay_config *c, const replay_config *mcs, const 
 {
     /* The runs made: each policy's share is rounded up, and --stop-on-hit
      * may have ended them early. */
-    uint64_t total = 0;
+    uint64_t total = 0, hits = 0;
+    size_t nused = 0;
     for (size_t i = 0; i < NMEMBERS; i++) {
         char path[PATH_MAX + 32], err[512];
         replay_summary s;
         snprintf(path, sizeof path, "%s/runs.jsonl", mcs[i].out_dir);
-        if (used[i] && replay_summary_read(path, &s, err, sizeof err) == 0)
+        nused += used[i] != 0;
+        if (used[i] && replay_summary_read(path, &s, err, sizeof err) == 0) {
             total += s.runs;
+            hits += s.hits;
+        }
     }
     printf("portfolio: %" PRIu64 " runs over %zu policies, n = %" PRIu64 ", k = %" PRIu64
            ", points %s\n",
-           total, NMEMBERS, c->n, c->k, replay_points_name(c->points));
+           total, nused, c->n, c->k, replay_points_name(c->points));
     printf("  %-8s %6s %6s %9s  %-27s %s\n", "policy", "runs", "hits", "rate",
            "95% Clopper-Pearson", "first hit seed");
     for (size_t i = 0; i < NMEMBERS; i++) {
@@ -188,6 +192,9 @@ static void print_table(const replay_config *c, const replay_config *mcs, const 
         printf("  %-8s %6" PRIu64 " %6" PRIu64 " %8.3g%%  %-27s %s\n", name, s.runs, s.hits,
                100 * s.hit_rate, ci, first);
     }
+    if (!hits && total)
+        printf("  no bug    no run failed; each interval bounds its policy's hit rate, and a "
+               "rarer bug needs more runs (--runs N, shared; --for SEC)\n");
     printf("  folders   %s/<policy>/ (each a campaign: weft replay --summary "
            "%s/<policy>/runs.jsonl)\n",
            c->out_dir, c->out_dir);
@@ -217,10 +224,11 @@ int replay_portfolio(replay_config *c)
                nused, c->budget_s, PORTFOLIO_CHUNK, c->jobs, c->jobs == 1 ? "" : "s", c->out_dir);
     else
         printf("weft: portfolio of %zu policies (random, pct-d1..d3, pos), %" PRIu64
-               " runs (%" PRIu64 " each: --runs %" PRIu64 " shared%s) in turns of %d seeds, %u "
+               " runs (%" PRIu64 " each: --runs %" PRIu64 " shared%s%s) in turns of %d seeds, %u "
                "job%s -> %s/<policy>/\n",
-               nused, per * nused, per, c->runs, c->deadline ? ", while --for allows" : "",
-               PORTFOLIO_CHUNK, c->jobs, c->jobs == 1 ? "" : "s", c->out_dir);
+               nused, per * nused, per, c->runs, c->runs_given ? "" : ", the default",
+               c->deadline ? ", while --for allows" : "", PORTFOLIO_CHUNK, c->jobs,
+               c->jobs == 1 ? "" : "s", c->out_dir);
     fflush(stdout);
     /* One set of fork servers for every policy: a server's prefix does not
      * depend on the policy (each child catches its own policy up). */

@@ -49,12 +49,21 @@ check "--help: status 0" test "$st" = 0
 check "--help: lists the options" grep -q -- "--stop-on-hit" "$work/out"
 
 # Defaults are printed: policy, depth, k and n measured, points, seeds.
+# The plain default is a search: 5 runs (one per policy) said "no bug" on a
+# helper's programs whose bugs 8 to 38% of runs hit.
 run_status st "$WEFT" replay --output "$work/def" -- "$WEFT_FIXTURES/lost_update_ok" >"$work/out" 2>&1
-check "defaults: one passing run (status $st)" test "$st" = 0
+check "defaults: every run passes (status $st)" test "$st" = 0
 check "defaults: the portfolio" grep -Eq "^weft: portfolio of 5 policies" "$work/out"
-check "defaults: one run of each policy, said as such" \
-  grep -q "^weft: portfolio of 5 policies (random, pct-d1..d3, pos), 5 runs (1 each: --runs 1 shared)" "$work/out"
-check "defaults: the table counts the runs made" grep -q "^portfolio: 5 runs over 5 policies" "$work/out"
+check "defaults: 100 runs, 20 of each policy, said as the default" \
+  grep -q "^weft: portfolio of 5 policies (random, pct-d1..d3, pos), 100 runs (20 each: --runs 100 shared, the default)" "$work/out"
+check "defaults: the table counts the runs made" grep -q "^portfolio: 100 runs over 5 policies" "$work/out"
+check "defaults: no bug, and what that bounds" grep -q "^  no bug    no run failed; each interval bounds" "$work/out"
+run_status st "$WEFT" replay --output "$work/defbug" -- "$WEFT_FIXTURES/lost_update" >"$work/outbug" 2>&1
+check "defaults on a bug: two failing runs printed per policy (status $st)" \
+  test "$(grep -c '^  reproduce: weft replay ' "$work/outbug")" -le 10
+check "defaults on a bug: the rest said to be in runs.jsonl" \
+  grep -q "^($work/defbug/[a-z0-9-]*: more failing runs are not printed: its runs.jsonl lists every run)$" "$work/outbug"
+check "defaults on a bug: no 'no bug' line" bash -c "! grep -q '^  no bug ' '$work/outbug'"
 check "defaults: a table row per policy" \
   test "$(grep -cE '^  (random|pct-d1|pct-d2|pct-d3|pos) ' "$work/out")" = 5
 check "defaults: visible points" grep -q "points visible" "$work/out"

@@ -72,6 +72,7 @@ typedef struct replay_server replay_server; /* one job slot's fork server */
 
 /* --runs at most, and a --for campaign's without --runs. */
 #define REPLAY_RUNS_MAX (UINT64_C(1) << 40)
+#define REPLAY_PORTFOLIO_RUNS 100 /* a portfolio's runs without --runs or --for */
 
 typedef struct replay_config {
     pct_kind kind;
