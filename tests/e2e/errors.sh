@@ -213,9 +213,12 @@ expect "info: newer format version" 1 \
   "weft: v6.wtr: trace format version 6 is newer than this weft supports (5)" "$WEFT" info v6.wtr
 poke hdr.wtr 20
 expect "info: corrupt header" 1 "weft: hdr.wtr: corrupt header (checksum mismatch)" "$WEFT" info hdr.wtr
-# The first frame starts right after the 160-byte header (binary path "./lu").
-poke blk.wtr 200
-expect "info: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 160 (checksum mismatch)" \
+# The first frame starts right after the header: 156 bytes and the binary
+# path the trace recorded, "./lu" made absolute ("$PWD/lu").
+frame=$((156 + ${#PWD} + 3))
+poke blk.wtr $((frame + 40))
+expect_as "weft: blk.wtr: corrupt block at offset OFFSET (checksum mismatch)" "info: corrupt block" 1 \
+  "weft: blk.wtr: corrupt block at offset $frame (checksum mismatch)" \
   "$WEFT" info blk.wtr
 poke foot.wtr $(($(stat -c %s lu.wtr) - 30))
 expect "info: corrupt footer" 1 "weft: foot.wtr: corrupt footer (checksum mismatch)" "$WEFT" info foot.wtr
@@ -256,7 +259,8 @@ expect "export: truncated trace" 1 "weft: cut.wtr: truncated (no trailer at the 
   "$WEFT" export -o x.json cut.wtr
 expect "optimize: newer format version" 1 \
   "weft: v6.wtr: trace format version 6 is newer than this weft supports (5)" "$WEFT" optimize v6.wtr
-expect "optimize: corrupt block" 1 "weft: blk.wtr: corrupt block at offset 160 (checksum mismatch)" \
+expect_as "weft: blk.wtr: corrupt block at offset OFFSET (checksum mismatch)" "optimize: corrupt block" 1 \
+  "weft: blk.wtr: corrupt block at offset $frame (checksum mismatch)" \
   "$WEFT" optimize blk.wtr -o p.json
 check "export/optimize of bad traces: no output" test ! -e x.json -a ! -e p.json
 
