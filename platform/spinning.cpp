@@ -104,7 +104,12 @@ static int spin_sighting(weft_platform *p, int pe, uint64_t pc, pause_kind kind)
     std::lock_guard<std::mutex> g(p->mu);
     Slot &s = p->slots[pe];
     bool again = p->pause_again_locked(pe);
-    if (p->policy && kind == PAUSE_SLEEP)
+    // A first yield since its own progress is a sleep's nap too: demoted
+    // below every thread, a main that yields once to let a worker start
+    // always let it run first, under any change point, and the worker's
+    // late sigaction (pthread_kill before the handler) was out of pct's
+    // reach (0 of 200; random 104). Yields again without progress demote.
+    if (p->policy && (kind == PAUSE_SLEEP || (kind == PAUSE_YIELD && !again)))
         p->pol_slept(pe, again);
     else if (p->policy)
         p->pol_yielded(pe);

@@ -2,6 +2,7 @@
 weft_e2e_test(e2e_replay_cli replay_cli.sh)
 weft_e2e_test(e2e_replay_verdicts replay_verdicts.sh)
 weft_e2e_test(e2e_replay_yield_spin replay_yield_spin.sh)
+weft_e2e_test(e2e_replay_signal_order replay_signal_order.sh)
 weft_e2e_test(e2e_replay_points_init replay_points_init.sh)
 weft_e2e_test(e2e_replay_outline_atomics replay_outline_atomics.sh)
 weft_e2e_test(e2e_replay_plt_points replay_plt_points.sh)
