@@ -319,7 +319,10 @@ static const char *bound_formula(const char *policy, uint64_t d)
 
 void replay_summary_print(const replay_summary *s, FILE *out)
 {
-    fprintf(out, "summary: %s, depth %" PRIu64, s->policy, s->depth);
+    fprintf(out, "summary: %s", s->policy);
+    /* Only the priority policies have a depth (random and pos printed 3). */
+    if (!strcmp(s->policy, "pct") || !strcmp(s->policy, "ppct") || !strcmp(s->policy, "rpro"))
+        fprintf(out, ", depth %" PRIu64, s->depth);
     if (!strcmp(s->policy, "rpro"))
         fprintf(out, ", radius %" PRIu64, s->radius);
     fprintf(out, ", n = %" PRIu64 ", k = %" PRIu64 ", points %s; seeds %" PRIu64 "..%" PRIu64 "\n",
