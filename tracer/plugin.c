@@ -65,6 +65,8 @@ static void tb_exec_bound(vcpu_state *v, void *udata)
     /* Where a run that aborts was last in the program; a loop's block once. */
     if (ti->own && !ti->plt && v->own_pcs[(v->own_n - 1) % WEFT_RUN_END_PCS] != ti->pc)
         v->own_pcs[v->own_n++ % WEFT_RUN_END_PCS] = ti->pc;
+    if (ti->own && !ti->plt && ti->n) /* its last instruction: a call's own line */
+        v->own_end_pc = ti->pc + 4u * (ti->n - 1);
     if (ti->stack_wait) { /* its loads are not watched: counted as a library's */
         if (++v->lib_blocks >= SPIN_LIB_BLOCKS && v->begun && g_plugin.sched.policy)
             plugin_spin_lib_blocks(v, ti, vcpu_cycles_at(v, v->tb_base));

@@ -108,7 +108,8 @@ typedef struct vcpu_state {
     /* replays: the last blocks of the program's own code it started, a ring */
     uint64_t own_pcs[WEFT_RUN_END_PCS];
     uint32_t own_n;
-    uint64_t point_pc; /* the last gate it reached (replays: the switch log's place) */
+    uint64_t own_end_pc; /* the last instruction of the last such block (a call) */
+    uint64_t point_pc;   /* the last gate it reached (replays: the switch log's place) */
     const char *last_callee;
     /* Spin watch (replays): gated loads since anyone last wrote (the
      * platform's progress epoch spin_epoch, checked when another thread ran

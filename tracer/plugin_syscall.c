@@ -233,6 +233,11 @@ static void syscall_gate(vcpu_state *v, int64_t num, int pause)
         plugin_begin_thread(v, 1);
     /* The SVC is the last instruction of its block. */
     v->sys_cycles = vcpu_cycles_at(v, v->insns ? v->insns - 1 : 0);
+    /* Where the switch log places a thread asleep in the call: the end of
+     * the last block of its own code, the call (a read of a pipe was
+     * "place unknown", a yield's thread shown at its last lock). */
+    if (g_plugin.sched.policy && v->own_end_pc)
+        v->point_pc = v->own_end_pc;
     weft_platform *p = g_plugin.platform;
     uint64_t resume;
     /* With visible points a syscall is the library's business (a futex

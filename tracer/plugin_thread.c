@@ -159,6 +159,7 @@ void plugin_bind_vcpu(vcpu_state *v)
     v->point_pc = 0; /* a new thread is about to start, not where the vCPU's last one was */
     memset(v->own_pcs, 0, sizeof v->own_pcs);
     v->own_n = 0;
+    v->own_end_pc = 0;
     v->sync_t = g_plugin.threads[pe].sync_t;
     v->sync_pe = pe > 0 ? g_plugin.threads[pe].sync_pe : -1;
     v->spec_cur = (spec_cursor){0};

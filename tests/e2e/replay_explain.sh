@@ -177,6 +177,56 @@ for s in 1 2 3 4 5 6; do
 done
 check "oneline: some seed's races on the same lines were merged ($merged of 6)" test "$merged" -gt 0
 
+# ---- a thread asleep in a read is placed at its call --------------------------------
+# The switch log placed a thread blocked in a read of a pipe "(place
+# unknown)", or at its last lock: now at the last block of its own code.
+cat >"$work/blockread.c" <<'EOF'
+#include <pthread.h>
+#include <unistd.h>
+static int fds[2];
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static int total;
+static void *reader(void *a)
+{
+    int x = 0;
+    if (read(fds[0], &x, sizeof x) != sizeof x) /* READ_LINE */
+        return a;
+    pthread_mutex_lock(&m);
+    total += x;
+    pthread_mutex_unlock(&m);
+    return a;
+}
+int main(void)
+{
+    pthread_t t;
+    if (pipe(fds))
+        return 2;
+    pthread_create(&t, NULL, reader, NULL);
+    for (int i = 0; i < 3; i++) {
+        pthread_mutex_lock(&m);
+        total++;
+        pthread_mutex_unlock(&m);
+    }
+    int v = 4;
+    if (write(fds[1], &v, sizeof v) != sizeof v)
+        return 2;
+    pthread_join(t, NULL);
+    return total != 7;
+}
+EOF
+aarch64-linux-gnu-gcc -static -pthread -O1 -g -o "$work/blockread" "$work/blockread.c" ||
+  fail "the cross compiler failed on blockread.c"
+line="$(grep -n READ_LINE "$work/blockread.c" | cut -d: -f1)"
+placed=0
+for s in 1 2 3 4; do
+  replay "$work/blockread-$s" --sched pct --depth 2 --seed "$s" --explain -- "$work/blockread"
+  sed -n '/^switches:/,/^races in this run/p' "$work/blockread-$s.log" >"$work/blockread-$s.sw"
+  check "blockread seed $s: no place unknown" bash -c "! grep -q 'place unknown' '$work/blockread-$s.sw'"
+  grep -q "T1 at reader (blockread.c:$line)" "$work/blockread-$s.sw" && placed=$((placed + 1))
+done
+check "blockread: the reader asleep in read is placed at its call, line $line ($placed of 4 seeds)" \
+  test "$placed" -gt 0
+
 # ---- what killed a run, and where --------------------------------------------------
 # A crash: the trace's fault event (the access that faulted), named.
 replay "$work/segv-x" --sched pct --seed 1 --explain -- "$WEFT_FIXTURES/fail_segv"
