@@ -6,7 +6,7 @@
  * attempt that blames nothing was ordered exactly like a fully gated run.
  * Accesses from SP are not checked (as in the fully gated mode, a thread's
  * stack is its own): an ungated access into another thread's stack is
- * blamed instead, so that it waits like it would there. */
+ * blamed as well, so that it waits like it would there. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -238,15 +238,17 @@ void spec_on_access(vcpu_state *v, uint64_t pc, int gated, uint64_t addr, unsign
         atomic_load_explicit((const _Atomic int *)v->fast.exiting, memory_order_relaxed))
         return;
     /* Another thread's stack: its SP accesses are not checked, so this one
-     * needs a gate, unless the owner's exit is ordered before it. */
+     * needs a gate, unless the owner's exit is ordered before it. Gated or
+     * not, it is still checked below: the owner's accesses to its stack
+     * through a pointer are gated in a fully gated run, and only this pair
+     * can show that they need it (libgomp's taskwait spins on a semaphore
+     * in the waiter's stack, which the task's thread posts; unchecked, the
+     * spin ran ungated and its length followed the host). */
     const spec_stack *st = stack_at(v, addr);
-    if (st && st->pe != v->pe &&
+    if (st && st->pe != v->pe && !gated &&
         (st->exit_pe < 0 || v->sync_pe < 0 || st->exit_t > v->sync_t ||
-         (st->exit_t == v->sync_t && st->exit_pe > v->sync_pe))) {
-        if (!gated)
-            blame(pc);
-        return;
-    }
+         (st->exit_t == v->sync_t && st->exit_pe > v->sync_pe)))
+        blame(pc);
     spec_access a = {.addr = addr,
                      .size = size,
                      .write = write,

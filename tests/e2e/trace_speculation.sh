@@ -22,7 +22,10 @@ trace() {
 }
 gates() { sed -n 's/^weft-stats: gates=\([0-9]*\) .*/\1/p' "$work/$1.err"; }
 
-for spec in lost_update paper_avn paper_mm wsq deadlock_jdbc_ok parallel8:200 fail_exit_midloop; do
+# stack_wait_ok: main spins with plain loads on a flag in its own stack that
+# a worker sets (libgomp's taskwait); unchecked, the spin followed the host.
+for spec in lost_update paper_avn paper_mm wsq deadlock_jdbc_ok parallel8:200 fail_exit_midloop \
+  stack_wait_ok; do
   fx="${spec%%:*}"
   arg=()
   [ "$spec" != "$fx" ] && arg=("${spec#*:}")
