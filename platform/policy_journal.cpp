@@ -162,9 +162,10 @@ int weft_platform_adopt_policy(weft_platform *p, pct_policy *policy, weft_set_mo
     p->policy = policy;
     p->parallel_set = mode == WEFT_SET_IN_ORDER;
     // The thread is the fork's child now: /proc and futex probes must look
-    // at it, not at the server's thread.
+    // at it, not at the server's thread. The server's tid still names it:
+    // what the prefix wrote (a mutex's owner) holds that one, and no thread
+    // of the child can get it while the server lives.
     weft::Slot &s = p->slots[0];
-    p->by_tid.erase(s.tid);
     s.tid = tid;
     s.host_tid = int(tid);
     p->by_tid[tid] = 0;

@@ -299,6 +299,22 @@ static thread_tail *read_tails(weft_trace *t, uint32_t nt)
     return tails;
 }
 
+/* The thread holding the mutex thread i waits for in pthread_mutex_lock
+ * (the plugin's record read the mutex's owner), or -1. */
+static int64_t mutex_holder(json_t *rec, uint32_t i, const wait_site *ws)
+{
+    if (!ws->api || !strstr(ws->api, "mutex_") || strstr(ws->api, "unlock"))
+        return -1;
+    json_t *h;
+    size_t k;
+    json_array_foreach(json_object_get(rec, "holders"), k, h)
+    {
+        if (json_integer_value(json_object_get(h, "thread")) == (json_int_t)i)
+            return json_integer_value(json_object_get(h, "owner"));
+    }
+    return -1;
+}
+
 /* Each live thread of a deadlocked run whose last event is a futex wait:
  * which word, which object, where. Appends to `waits` and `detail`. */
 static void describe_waits(const char *trace_path, const char *binary, json_t *rec, json_t *waits,
@@ -322,10 +338,19 @@ static void describe_waits(const char *trace_path, const char *binary, json_t *r
         char futex[32], what[300], where[600];
         snprintf(futex, sizeof futex, "0x%" PRIx64, tt->last.addr);
         wait_words(&ws, futex, what, sizeof what, where, sizeof where);
-        json_array_append_new(waits, wait_json(i, &ws, futex, tt->last.time));
+        json_t *wj = wait_json(i, &ws, futex, tt->last.time);
+        char held[96] = "";
+        int64_t owner = mutex_holder(rec, i, &ws);
+        json_object_set_new(wj, "held_by", owner >= 0 ? json_integer(owner) : json_null());
+        json_array_append_new(waits, wj);
+        if (owner >= 0 && (uint64_t)owner < nt)
+            snprintf(held, sizeof held, ", held by T%" PRId64 "%s", owner,
+                     owner == (int64_t)i        ? " itself"
+                     : s->threads[owner].exited ? ", which exited without unlocking it"
+                                                : "");
         if (n < len)
-            n += (size_t)snprintf(detail + n, len - n, "%sT%u waits on futex %s %s", n ? "; " : "",
-                                  i, what, where);
+            n += (size_t)snprintf(detail + n, len - n, "%sT%u waits on futex %s %s%s",
+                                  n ? "; " : "", i, what, where, held);
     }
     if (syms)
         weft_symbols_close(syms);

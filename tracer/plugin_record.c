@@ -340,6 +340,26 @@ static void add_switches(json_t *rec)
     }
 }
 
+/* Each thread asleep in a futex, and the thread whose tid the word's
+ * mutex names as its owner (glibc's pthread_mutex_t keeps it 8 bytes in,
+ * __owner; the reader uses it only for a wait in pthread_mutex_lock): who
+ * holds the lock a deadlocked thread waits for, even one that exited. */
+static json_t *holders(uint64_t nthreads)
+{
+    json_t *a = json_array();
+    for (uint64_t pe = 0; a && pe < nthreads && pe < PLUGIN_MAX_VCPUS; pe++) {
+        uint64_t futex = weft_platform_blocked_on(g_plugin.platform, (int)pe);
+        int32_t owner = 0;
+        if (!futex || plugin_guest_read(futex + 8, &owner, sizeof owner) != 0 || owner <= 0)
+            continue;
+        int by = weft_platform_thread_by_tid(g_plugin.platform, (uint64_t)owner);
+        if (by >= 0)
+            json_array_append_new(a, json_pack("{s:I, s:I, s:i}", "thread", (json_int_t)pe, "futex",
+                                               (json_int_t)futex, "owner", by));
+    }
+    return a ? a : json_array();
+}
+
 void sched_write_record(void)
 {
     sched_state *s = &g_plugin.sched;
@@ -371,6 +391,8 @@ void sched_write_record(void)
     }
     if (rec)
         json_object_set_new(rec, "calls", calls ? calls : json_array());
+    if (rec)
+        json_object_set_new(rec, "holders", holders(pct_policy_thread_count(s->policy)));
     if (rec)
         json_object_set_new(rec, "yield_steps",
                             json_integer((json_int_t)pct_policy_yield_steps(s->policy)));

@@ -37,6 +37,12 @@ campaign() { # fixture policy depth points verdict
       test "$(jq '[.waits[] | select(.object != null and .call == "pthread_mutex_lock")] | length' <<<"$line")" = 2
     check "$fx/$sched: detail says who waits where" \
       grep -Eq "T0 waits on futex 0x[0-9a-f]+ \([a-z_]+\).*T1 waits on futex" <<<"$(jq -r .detail <<<"$line")"
+    # Each mutex's holder, read from its owner field: the other thread (main's
+    # lock taken before the fork server's snapshot names the server's tid).
+    check "$fx/$sched: each wait names the other thread as the mutex's holder" \
+      test "$(jq -c '[.waits[] | [.thread, .held_by]]' <<<"$line")" = "[[0,1],[1,0]]"
+    check "$fx/$sched: detail says held by" \
+      grep -Eq "held by T1; T1 waits on .*held by T0$" <<<"$(jq -r .detail <<<"$line")"
   fi
 }
 

@@ -141,4 +141,33 @@ run_status st "$WEFT" replay --sched pct --runs 2 --max-threads 16 --expect-exit
   -- "$work/churn" </dev/null >"$work/churn16x.log" 2>&1
 check "13 threads, --max-threads 16: the reproduce command keeps it" \
   grep -q "reproduce: .*--max-threads 16" "$work/churn16x.log"
+# ---- a mutex left locked by a thread that exited ------------------------------------
+# The deadlock line said only that main waited; the mutex's owner field
+# names the thread that holds it, gone (a helper's cancelled worker).
+cat >"$work/leftlocked.c" <<'EOF'
+#include <pthread.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static int done;
+static void *worker(void *a)
+{
+    pthread_mutex_lock(&m);
+    done = 1;
+    return a; /* forgets to unlock */
+}
+int main(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_join(t, NULL);
+    pthread_mutex_lock(&m);
+    return done != 1;
+}
+EOF
+cross_cc leftlocked
+run_status st timeout -s KILL 120 "$WEFT" replay --sched pct --seed 1 --timeout 30 \
+  --output "$work/leftlocked-run" -- "$work/leftlocked" </dev/null >"$work/leftlocked.log" 2>&1
+check "left locked: a deadlock (status $st)" test "$(jq -r .verdict "$work/leftlocked-run/runs.jsonl")" = deadlock
+check "left locked: held by T1, which exited without unlocking it" \
+  grep -q "held by T1, which exited without unlocking it" <<<"$(jq -r .detail "$work/leftlocked-run/runs.jsonl")"
+
 finish
