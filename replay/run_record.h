@@ -26,4 +26,14 @@ void replay_end_words(const char *binary, const weft_run_end *e, char *buf, size
 /* Removes path.status. */
 void replay_record_remove_status(const char *path);
 
+/* run_detail.c: a livelock's detail from the plugin's report on the
+ * guest's stderr (errf), each spinner's pc named with binary's symbols. */
+void replay_spinners(const char *errf, const char *binary, uint64_t start_code, char *detail,
+                     size_t len);
+/* A deadlock's: each live thread whose last event in the trace is a futex
+ * wait, which word and object, where, and who holds a mutex (rec's
+ * holders); appends an entry per thread to waits and words to detail. */
+void replay_describe_waits(const char *trace_path, const char *binary, json_t *rec, json_t *waits,
+                           char *detail, size_t len);
+
 #endif
