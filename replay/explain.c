@@ -419,9 +419,12 @@ static void race_text(const replay_race_var *r, uint64_t count, weft_symbols *sy
     char a[256], b[256];
     place(syms, r->race.first.thread, r->race.first.pc, a, sizeof a);
     place(syms, r->race.second.thread, r->race.second.pc, b, sizeof b);
-    snprintf(buf, len, "on %s (0x%" PRIx64 "), %" PRIu64 " instance%s: %s %s / %s %s", r->variable,
-             r->race.addr, count, count == 1 ? "" : "s", weft_event_kind_name(r->race.first.kind),
-             a, weft_event_kind_name(r->race.second.kind), b);
+    char addr[32] = ""; /* an unnamed variable is its address already */
+    if (strncmp(r->variable, "0x", 2))
+        snprintf(addr, sizeof addr, " (0x%" PRIx64 ")", r->race.addr);
+    snprintf(buf, len, "on %s%s, %" PRIu64 " instance%s: %s %s / %s %s", r->variable, addr, count,
+             count == 1 ? "" : "s", weft_event_kind_name(r->race.first.kind), a,
+             weft_event_kind_name(r->race.second.kind), b);
 }
 
 static void print_races(const replay_explanation *x, weft_symbols *syms, FILE *out)

@@ -227,6 +227,32 @@ done
 check "blockread: the reader asleep in read is placed at its call, line $line ($placed of 4 seeds)" \
   test "$placed" -gt 0
 
+# ---- a race on an unnamed (heap) address: the address once --------------------------
+cat >"$work/heaprace.c" <<'EOF'
+#include <pthread.h>
+#include <stdlib.h>
+static void *work(void *a)
+{
+    for (int i = 0; i < 50; i++)
+        ++*(volatile int *)a;
+    return a;
+}
+int main(void)
+{
+    int *p = calloc(1, sizeof *p);
+    pthread_t t;
+    pthread_create(&t, 0, work, p);
+    for (int i = 0; i < 50; i++)
+        ++*(volatile int *)p;
+    pthread_join(t, 0);
+    return *p != 100;
+}
+EOF
+cross_cc heaprace
+replay "$work/heaprace-1" --sched random --seed 1 --explain -- "$work/heaprace"
+check "heaprace: a race on a heap address is listed" grep -Eq "^  race 1 on 0x[0-9a-f]+, " "$work/heaprace-1.log"
+check "heaprace: its address is not said twice" bash -c "! grep -Eq '^  race [0-9]+ on (0x[0-9a-f]+) \(\1\)' '$work/heaprace-1.log'"
+
 # ---- what killed a run, and where --------------------------------------------------
 # A crash: the trace's fault event (the access that faulted), named.
 replay "$work/segv-x" --sched pct --seed 1 --explain -- "$WEFT_FIXTURES/fail_segv"
