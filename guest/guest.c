@@ -223,7 +223,7 @@ static int compare_strings(const void *a, const void *b)
 }
 
 /* Built before fork: the child of a threaded weft may not allocate. */
-static char **guest_environment(void)
+char **guest_environment(void)
 {
     size_t n = 0;
     while (environ[n])

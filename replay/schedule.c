@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "run_record.h"
+#include "weft/guest.h"
 #include "weft/replay.h"
 
 #define JI(o, k) json_integer_value(json_object_get((o), (k)))
@@ -223,9 +224,15 @@ static const char *points_word(replay_points p)
 
 int replay_schedule_write(const replay_schedule *s, const char *path, char *err, size_t errlen)
 {
-    json_t *argv = json_array(), *pcs = json_array(), *sw = json_array();
+    json_t *argv = json_array(), *pcs = json_array(), *sw = json_array(), *env = json_array();
     for (int i = 0; argv && i < s->argc; i++)
         json_array_append_new(argv, json_string(s->argv[i]));
+    char **here = s->env ? NULL : guest_environment();
+    for (size_t i = 0; env && s->env && i < s->nenv; i++)
+        json_array_append_new(env, json_string(s->env[i]));
+    for (size_t i = 0; env && here && here[i]; i++)
+        json_array_append_new(env, json_string(here[i]));
+    free(here);
     char hex[24];
     for (size_t i = 0; pcs && i < s->npcs; i++) {
         snprintf(hex, sizeof hex, "%" PRIx64, s->pcs[i]);
@@ -245,6 +252,10 @@ int replay_schedule_write(const replay_schedule *s, const char *path, char *err,
         s->detail, "from", "policy", s->from_policy, "seed", (json_int_t)s->from_seed, "depth",
         (json_int_t)s->from_depth, "switches", (json_int_t)s->from_switches, "preemptions",
         (json_int_t)s->from_preemptions, "switches", sw ? sw : json_array());
+    if (o)
+        json_object_set_new(o, "env", env ? env : json_array());
+    else
+        json_decref(env);
     char *text = o ? json_dumps(o, JSON_INDENT(1)) : NULL;
     json_decref(o);
     if (!text)
@@ -264,6 +275,9 @@ void replay_schedule_free(replay_schedule *s)
     free(s->sysroot);
     free(s->pcs);
     free(s->sw);
+    for (size_t i = 0; s->env && i < s->nenv; i++)
+        free(s->env[i]);
+    free(s->env);
     memset(s, 0, sizeof *s);
 }
 
@@ -325,6 +339,11 @@ static int read_program(json_t *o, replay_schedule *s, const char *path, char *e
                 : !strcmp(pts, "all")     ? POINTS_ALL
                 : !strcmp(pts, "visible") ? POINTS_VISIBLE
                                           : POINTS_PCS;
+    json_t *env = json_object_get(o, "env"); /* absent in older files */
+    s->nenv = json_array_size(env);
+    s->env = env ? calloc(s->nenv + 1, sizeof *s->env) : NULL;
+    for (size_t i = 0; s->env && i < s->nenv; i++)
+        s->env[i] = dup_or_null(json_string_value(json_array_get(env, i)));
     json_t *pcs = json_object_get(o, "point_pcs");
     s->npcs = json_array_size(pcs);
     s->pcs = calloc(s->npcs ? s->npcs : 1, sizeof *s->pcs);
@@ -382,9 +401,59 @@ int replay_schedule_read(const char *path, replay_schedule *s, char *err, size_t
     return rc;
 }
 
+/* The value of NAME in env ("NAME=value" strings), or NULL. */
+static const char *env_value(char *const *env, size_t n, const char *name, size_t len)
+{
+    for (size_t i = 0; env && i < n && env[i]; i++)
+        if (!strncmp(env[i], name, len) && env[i][len] == '=')
+            return env[i] + len + 1;
+    return NULL;
+}
+
+/* The guest's environment is its input too (OpenMP's team size, and the
+ * stack it sits on): a schedule minimized with OMP_NUM_THREADS=3 replayed
+ * without it ran 2 threads, left the schedule and said only "NOT
+ * reproduced". Names the variables that differ from the file's, once. */
+static void say_env_differences(const replay_schedule *s, const char *path)
+{
+    char **here = s->env ? guest_environment() : NULL;
+    if (!here)
+        return;
+    size_t nhere = 0;
+    while (here[nhere])
+        nhere++;
+    char list[512] = "";
+    size_t used = 0, count = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        char *const *from = pass ? here : s->env, *const *other = pass ? s->env : here;
+        size_t nfrom = pass ? nhere : s->nenv, nother = pass ? s->nenv : nhere;
+        for (size_t i = 0; i < nfrom; i++) {
+            const char *eq = from[i] ? strchr(from[i], '=') : NULL;
+            if (!eq)
+                continue;
+            size_t len = (size_t)(eq - from[i]);
+            const char *there = env_value(other, nother, from[i], len);
+            if (there && (pass || !strcmp(there, eq + 1)))
+                continue; /* the same, or a difference the first pass named */
+            const char *was = pass ? NULL : eq + 1, *is = pass ? eq + 1 : there;
+            count++;
+            if (used < sizeof list - 1)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%.*s (%s%s%s here)",
+                                         used ? ", " : "", (int)len, from[i], was ? was : "unset",
+                                         " there, ", is ? is : "unset");
+        }
+    }
+    free(here);
+    if (count)
+        printf("weft: note: the guest's environment differs from the one %s was found with "
+               "(%zu variable%s: %s): the run may not follow it\n",
+               path, count, count == 1 ? "" : "s", list);
+}
+
 int replay_schedule_apply(replay_config *c, const replay_schedule *s, const char *path,
                           const char *out_dir)
 {
+    say_env_differences(s, path);
     if (!realpath(path, c->schedule_path)) {
         weft_error("%s: %s", path, strerror(errno));
         return -1;

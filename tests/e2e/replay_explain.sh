@@ -126,6 +126,20 @@ minimize_case atomicity_violation random 1
 minimize_case deadlock_lock_order random 1
 minimize_case order_violation random 1
 
+# The schedule file keeps the guest's environment: replayed with another,
+# weft says which variables differ (a schedule minimized with
+# OMP_NUM_THREADS=3 replayed without it ran 2 threads and said only "NOT
+# reproduced"); with the same one, nothing.
+f="$work/lost_update-min/schedule.json"
+check "schedule.json records the guest's environment" \
+  test "$(jq '[.env[] | select(startswith("PATH="))] | length' "$f")" = 1
+run_status st env OMP_NUM_THREADS=3 timeout -s KILL 120 "$WEFT" replay --schedule "$f" \
+  -o "$work/envdiff" >"$work/envdiff.log" 2>&1
+check "--schedule with another environment: names the variable" \
+  grep -q "^weft: note: the guest's environment differs from the one .* was found with (1 variable: OMP_NUM_THREADS (unset there, 3 here)): the run may not follow it$" "$work/envdiff.log"
+check "--schedule with the same environment: no such note" \
+  bash -c "! grep -q 'environment differs' '$work/lost_update-min-r1.log'"
+
 # A run killed by a signal (an abort, a crash) leaves its switch log, no
 # record: the minimal schedule of an abort was "did not fail again" and not
 # saved.

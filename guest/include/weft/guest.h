@@ -87,6 +87,10 @@ typedef struct guest_result {
  * root, which aarch64-linux-gnu-gcc links against), said on stderr. Prints
  * one line and returns -1 if not. */
 int guest_check_binary(const char *binary, const char **sysroot);
+/* The environment the guest gets (PATH, HOME, LC_*, OMP_*, WEFT_GUEST_ENV's
+ * names...: guest.c), "NAME=value" sorted by name, NULL-terminated; the
+ * strings are environ's. Free the array alone. NULL: out of memory. */
+char **guest_environment(void);
 /* Run qemu-aarch64 on the guest in its own process group, killing the group
  * with SIGKILL at the time limit or when weft gets SIGINT/SIGTERM. */
 int guest_run_qemu(const guest_run *run, guest_result *res);

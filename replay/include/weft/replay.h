@@ -462,6 +462,10 @@ typedef struct replay_schedule {
     uint64_t from_seed, from_depth, from_switches, from_preemptions;
     pct_script_switch *sw;
     size_t nsw;
+    /* The guest's environment where the schedule was found ("NAME=value",
+     * guest_environment): the program's input too. NULL: not recorded. */
+    char **env;
+    size_t nenv;
 } replay_schedule;
 
 int replay_schedule_write(const replay_schedule *s, const char *path, char *err, size_t errlen);
