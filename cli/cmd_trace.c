@@ -95,6 +95,13 @@ static int trace_run_and_report(const guest_run *run, const char *trace_path, in
         return WEFT_EXIT_FAIL;
     if (!quiet) {
         describe_end(&r, final_flags);
+        /* The loader's own words went to the terminal above: weft replay
+         * names --sysroot, and weft trace said only the status. */
+        if (r.end == GUEST_EXITED && r.status == 127 && run->sysroot)
+            fprintf(stderr,
+                    "weft: status 127: if the loader could not find a shared library above, "
+                    "give --sysroot a root with the program's libraries (now %s)\n",
+                    run->sysroot);
         if (run->speculate && r.unspeculated == 1)
             fprintf(stderr,
                     "weft: exact mode gated every access: stdin, stdout or stderr is a terminal, "

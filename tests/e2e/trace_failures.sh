@@ -39,4 +39,14 @@ check "spinning guest, -q: no progress line" bash -c "! grep -q 'tracing' '$work
 check "spinning guest: trace readable and flagged" grep -Eqi "timed.out" "$work/info"
 # Only this test's qemu: its plugin arguments name this test's work folder.
 check "spinning guest: no qemu left behind" bash -c "! pgrep -f 'qemu-aarch6[4].*${work}/loop[.]wtr' >/dev/null"
+# A dynamic program whose libraries the sysroot lacks: the loader's line
+# goes to the terminal, and weft trace names --sysroot as weft replay does.
+mkdir -p "$work/bare/lib"
+cp /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 "$work/bare/lib/"
+run_status st timeout -s KILL 60 "$WEFT" trace --sysroot "$work/bare" -o "$work/bare.wtr" \
+  -- "$WEFT_FIXTURES/lost_update_dynamic" >"$work/bare.out" 2>"$work/bare.err"
+check "a sysroot without the program's libraries: status 127 (got $st)" test "$st" = 127
+check "a sysroot without the program's libraries: weft names --sysroot" \
+  grep -q "^weft: status 127: if the loader could not find a shared library above, give --sysroot a root with the program's libraries (now $work/bare)$" "$work/bare.err"
+
 finish
