@@ -14,19 +14,10 @@ static const char *kind_name(const weft_race_access *a)
     return weft_event_kind_name(a->kind);
 }
 
-/* "counter", "counter+8" or the address in hex. */
+/* "counter", "C.ready", "counter+8" or the address in hex. */
 static void describe_addr(weft_symbols *syms, uint64_t addr, char *out, size_t len)
 {
-    const char *name = NULL;
-    uint64_t off = 0;
-    if (syms && weft_symbols_data(syms, addr, &name, &off) == 0 && name) {
-        if (off)
-            snprintf(out, len, "%s+%" PRIu64, name, off);
-        else
-            snprintf(out, len, "%s", name);
-    } else {
-        snprintf(out, len, "0x%" PRIx64, addr);
-    }
+    weft_symbols_data_name(syms, addr, out, len);
 }
 
 /* "worker (lost_update.c:21)", "memcpy", "libc.so.6" (a library's pc
@@ -139,8 +130,10 @@ static json_t *race_json(weft_symbols *syms, const weft_race *r)
     uint64_t off = 0;
     if (!syms || weft_symbols_data(syms, r->addr, &name, &off) != 0)
         name = NULL, off = 0;
-    return json_pack("{s:o, s:I, s:o, s:o, s:I, s:o, s:o}", "variable", str_or_null(name), "offset",
-                     (json_int_t)off, "address", hex(r->addr), "stack_of",
+    char shown[256];
+    weft_symbols_data_name(syms, r->addr, shown, sizeof shown);
+    return json_pack("{s:o, s:I, s:s, s:o, s:o, s:I, s:o, s:o}", "variable", str_or_null(name),
+                     "offset", (json_int_t)off, "shown", shown, "address", hex(r->addr), "stack_of",
                      r->stack_of == UINT32_MAX ? json_null() : json_integer(r->stack_of), "count",
                      (json_int_t)r->count, "first", side_json(syms, &r->first), "second",
                      side_json(syms, &r->second));

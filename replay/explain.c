@@ -195,16 +195,6 @@ static int scan_trace(weft_trace *t, replay_explanation *x, char *err, size_t er
     return rc < 0 ? -1 : 0;
 }
 
-static void name_address(weft_symbols *syms, uint64_t addr, char *buf, size_t len)
-{
-    const char *name = NULL;
-    uint64_t off = 0;
-    if (syms && weft_symbols_data(syms, addr, &name, &off) == 0 && name)
-        snprintf(buf, len, off ? "%s+%" PRIu64 : "%s", name, off);
-    else
-        snprintf(buf, len, "0x%" PRIx64, addr);
-}
-
 /* The races of the trace (both passes of weft races), the first few kept. */
 static int find_races(weft_trace *t, replay_explanation *x, char *err, size_t errlen)
 {
@@ -234,8 +224,8 @@ static int find_races(weft_trace *t, replay_explanation *x, char *err, size_t er
     }
     for (size_t i = 0; i < x->nraces; i++) {
         x->races[i].race = *weft_races_get(d, i);
-        name_address(x->syms, x->races[i].race.addr, x->races[i].variable,
-                     sizeof x->races[i].variable);
+        weft_symbols_data_name(x->syms, x->races[i].race.addr, x->races[i].variable,
+                               sizeof x->races[i].variable);
     }
     weft_races_free(d);
     return 0;
@@ -499,7 +489,7 @@ static void fault_words(weft_symbols *syms, uint32_t thread, uint64_t pc, uint64
 {
     char where[256], what[128];
     place(syms, thread, pc, where, sizeof where);
-    name_address(syms, addr, what, sizeof what);
+    weft_symbols_data_name(syms, addr, what, sizeof what);
     snprintf(buf, len, "%s%s, %s %s", where,
              near ? " (or an access just after it in its block)" : "",
              write ? "writing" : "reading", what);

@@ -117,16 +117,7 @@ static void compress(const char *s, char *out, size_t len)
 
 static void describe_var(report_trace *rt, report_var *v)
 {
-    const char *name = NULL;
-    uint64_t off = 0;
-    if (rt->syms && weft_symbols_data(rt->syms, v->addr, &name, &off) == 0 && name) {
-        if (off)
-            snprintf(v->name, sizeof v->name, "%s+%llu", name, (unsigned long long)off);
-        else
-            snprintf(v->name, sizeof v->name, "%s", name);
-    } else {
-        snprintf(v->name, sizeof v->name, "0x%llx", (unsigned long long)v->addr);
-    }
+    weft_symbols_data_name(rt->syms, v->addr, v->name, sizeof v->name);
     uint32_t nt = rt->sum->nthreads;
     size_t cap = 4096;
     char *seq = malloc((size_t)nt * cap);

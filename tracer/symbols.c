@@ -467,6 +467,7 @@ void weft_symbols_close(weft_symbols *s)
         free(s->objects[i].path);
     }
     free(s->objects);
+    free(s->vars);
     for (size_t i = 0; i < s->nplt; i++)
         free(s->plt_names[i]);
     for (size_t i = 0; i < s->ndemangled; i++)

@@ -62,6 +62,11 @@ struct weft_symbols {
         const char *name;          /* its file name, in path */
     } * objects;
     size_t nobjects;
+    /* symbols_member.c: the debug info's variables with a static address,
+     * by link-time address, built at the first question */
+    struct var_die *vars;
+    size_t nvars;
+    int vars_built;
 };
 
 /* symbols_place.c: is a link-time address in s's executable segments

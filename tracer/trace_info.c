@@ -354,16 +354,9 @@ static void print_vars(var *vars, size_t nvars, weft_symbols *syms, FILE *out)
     for (size_t i = 0; i < nvars; i++) {
         var *v = &vars[i];
         close_time(v);
-        const char *name = NULL;
-        uint64_t off = 0;
-        if (syms && weft_symbols_data(syms, v->addr, &name, &off) == 0 && name) {
-            if (off)
-                fprintf(out, "  %s+%" PRIu64 ":", name, off);
-            else
-                fprintf(out, "  %s:", name);
-        } else {
-            fprintf(out, "  0x%" PRIx64 ":", v->addr);
-        }
+        char name[256];
+        weft_symbols_data_name(syms, v->addr, name, sizeof name);
+        fprintf(out, "  %s:", name);
         qsort(v->per, v->nper, sizeof *v->per, per_cmp);
         for (size_t k = 0; k < v->nper; k++) {
             char pat[PATTERN_OUT_MAX + 64];

@@ -77,6 +77,33 @@ check "--plain-atomics: wsq_ok's relaxed accesses race with the atomics (exit $s
 check "--plain-atomics: on wsq_top and wsq_bottom" \
   test "$(jq -c '[.races[].variable] | unique' wqp.json)" = '["wsq_bottom","wsq_top"]'
 
+# ---- members and elements named from the debug info --------------------------------
+# A race on a struct's field was "C+16" where the program says C.ready.
+cat >member.c <<'EOF'
+#include <pthread.h>
+struct conn { int id; long bytes; int ready; int pad[3]; struct { int a, b; } st[4]; };
+struct conn C;
+struct conn table[3];
+static void *w(void *x) { C.ready = 1; C.st[2].b = 5; table[1].bytes += 3; return x; }
+int main(void)
+{
+    pthread_t t;
+    pthread_create(&t, 0, w, 0);
+    C.ready = 2; C.st[2].b = 6; table[1].bytes += 4;
+    pthread_join(t, 0);
+    return 0;
+}
+EOF
+aarch64-linux-gnu-gcc -static -pthread -O1 -g -o member member.c || fail "the cross compiler failed on member.c"
+run_status st "$WEFT" trace -q -o member.wtr -- ./member </dev/null >/dev/null 2>&1
+run_status st "$WEFT" races --json member.wtr >member.json
+check "a struct's field, an array's element's member: named as the program does" \
+  test "$(jq -c '[.races[].shown] | unique' member.json)" = '["C.ready","C.st[2].b","table[1].bytes"]'
+check "JSON: variable and offset stay the global's" \
+  test "$(jq -c '[.races[] | select(.shown == "C.ready") | .variable, .offset] | unique' member.json)" = '[16,"C"]'
+run_status st "$WEFT" races member.wtr >member.txt
+check "text: race on C.st[2].b" grep -q '^race [0-9]* on C.st\[2\].b (0x' member.txt
+
 # ---- the program ---------------------------------------------------------------------
 cp lu lu.keep
 run_status st "$WEFT" races --binary lu.keep --json lu.wtr >keep.json

@@ -486,6 +486,10 @@ int weft_symbols_pc(weft_symbols *s, uint64_t pc, const char **function, const c
                     int *line);
 /* data address -> global object name and offset within it. */
 int weft_symbols_data(weft_symbols *s, uint64_t addr, const char **name, uint64_t *offset);
+/* data address -> how the program names it: "counter", a member or an
+ * element of a global by its debug info ("C.ready", "slots[3].len"),
+ * "name+8" without one, else the address in hex (then -1; 0 otherwise). */
+int weft_symbols_data_name(weft_symbols *s, uint64_t addr, char *buf, size_t len);
 /* The program's globals and static locals whose type is atomic (C11
  * _Atomic, std::atomic, atomic_flag), from its debug info: each(ctx,
  * run-time address, size); a non-zero return stops it and is returned. */
