@@ -270,16 +270,19 @@ static void profile_counts(const replay_config *c, uint64_t seed, const char *st
      * trace-format.md, not the compressed segments of a trace), so that a real
      * program's learning costs a fraction of one of its schedules and a
      * guest that spins for the whole time limit does not write gigabytes
-     * here. A run that counts steps goes on to the end, recording no more
-     * after ten million events, and like a campaign's runs it neither
-     * watches nor records the libraries' stores and their loads outside
-     * wait loops (libaccess, replay_run_args): its trace is read only if it
-     * dies before its record, for the steps, which those never are. */
-    al += how & ROUND_LEARN
-              ? (size_t)snprintf(args + al, sizeof args - al, ",maxsize=%llu,spool=raw",
-                                 (unsigned long long)c->learn_bytes)
-              : (size_t)snprintf(args + al, sizeof args - al, ",maxev=%llu,libaccess=skip",
-                                 10000000ull);
+     * here. It records the libraries' accesses but, as a campaign's runs,
+     * watches their loads for spinning only in wait loops (libaccess=loops:
+     * a loop re-reading its thread-local word, libgomp's ordered wait with
+     * OMP_WAIT_POLICY=active, was never seen spinning, and each learning
+     * run went to --timeout, 30 s a round). A run that counts steps goes on to the end, recording
+     * no more after ten million events, and like a campaign's runs it neither watches nor records
+     * the libraries' stores and their loads outside wait loops (libaccess, replay_run_args): its
+     * trace is read only if it dies before its record, for the steps, which those never are. */
+    al += how & ROUND_LEARN ? (size_t)snprintf(args + al, sizeof args - al,
+                                               ",maxsize=%llu,spool=raw,libaccess=loops",
+                                               (unsigned long long)c->learn_bytes)
+                            : (size_t)snprintf(args + al, sizeof args - al,
+                                               ",maxev=%llu,libaccess=skip", 10000000ull);
     snprintf(args + al, sizeof args - al, ",out=%s,record=%s", trace, record);
     guest_result r = {0};
     uint32_t flags = 0;
