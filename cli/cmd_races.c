@@ -138,7 +138,8 @@ static int run_races(int argc, char **argv)
         cli_error("%s", err);
         goto out;
     }
-    if (weft_races_analyze(d, t, err, sizeof err) != 0) {
+    if (weft_races_analyze(d, t, err, sizeof err) != 0 ||
+        weft_races_find_callers(d, t, syms, err, sizeof err) != 0) {
         cli_error("%s", err);
         goto out;
     }

@@ -42,13 +42,19 @@ static void describe_pc(weft_symbols *syms, const char *binary, uint64_t pc, cha
 
 static void print_side(FILE *out, weft_symbols *syms, const char *binary, const weft_race_access *a)
 {
-    char where[1024];
+    char where[1024], from[1024] = "";
     describe_pc(syms, binary, a->pc, where, sizeof where);
+    if (a->from_pc) { /* in the library: where the program last was before it */
+        static const char lead[] = ", last in the program at ";
+        memcpy(from, lead, sizeof lead);
+        describe_pc(syms, binary, a->from_pc, from + sizeof lead - 1,
+                    sizeof from - sizeof lead + 1);
+    }
     fprintf(out,
             "  T%-3" PRIu32 " %s%-5s %2u bytes at %" PRIu64 " ns (seq %" PRIu64 "), pc 0x%" PRIx64
-            " in %s\n",
+            " in %s%s\n",
             a->thread, a->atomic ? "atomic " : "", kind_name(a), a->size, a->time, a->seq, a->pc,
-            where);
+            where, from);
 }
 
 static void print_header(FILE *out, weft_races *d, const weft_races_source *src)
@@ -117,11 +123,19 @@ static json_t *side_json(weft_symbols *syms, const weft_race_access *a)
     int line = 0;
     if (syms)
         weft_symbols_pc(syms, a->pc, &fn, &file, &line);
-    return json_pack("{s:I, s:s, s:b, s:i, s:o, s:o, s:o, s:o, s:I, s:I}", "thread",
+    json_t *from = json_null();
+    const char *ffn = NULL, *ffile = NULL;
+    int fline = 0;
+    if (syms && a->from_pc && weft_symbols_pc(syms, a->from_pc, &ffn, &ffile, &fline) == 0)
+        from = json_pack("{s:o, s:o, s:o, s:o}", "pc", hex(a->from_pc), "function",
+                         str_or_null(ffn), "file", str_or_null(ffile), "line",
+                         fline > 0 ? json_integer(fline) : json_null());
+    return json_pack("{s:I, s:s, s:b, s:i, s:o, s:o, s:o, s:o, s:I, s:I, s:o}", "thread",
                      (json_int_t)a->thread, "kind", kind_name(a), "atomic", a->atomic, "size",
                      (int)a->size, "pc", hex(a->pc), "function", str_or_null(fn), "file",
                      str_or_null(file), "line", line > 0 ? json_integer(line) : json_null(), "time",
-                     (json_int_t)a->time, "seq", (json_int_t)a->seq);
+                     (json_int_t)a->time, "seq", (json_int_t)a->seq, "last_in_program",
+                     from ? from : json_null());
 }
 
 static json_t *race_json(weft_symbols *syms, const weft_race *r)

@@ -209,7 +209,8 @@ static int find_races(weft_trace *t, replay_explanation *x, char *err, size_t er
     if (!d)
         return -1;
     x->decoded = cfg.binary != NULL;
-    if (weft_races_analyze(d, t, err, errlen)) {
+    if (weft_races_analyze(d, t, err, errlen) ||
+        weft_races_find_callers(d, t, x->syms, err, errlen)) {
         weft_races_free(d);
         return -1;
     }
@@ -401,14 +402,29 @@ static void print_access(const weft_event *e, weft_symbols *syms, FILE *out)
             where, e->time, e->seq);
 }
 
+/* A racing access's place; in the library, where the program last was
+ * before it: "T0 in _int_free, last in the program at main (jw.c:41)". */
+static void side_place(weft_symbols *syms, const weft_race_access *a, char *buf, size_t len)
+{
+    place(syms, a->thread, a->pc, buf, len);
+    const char *fn = NULL, *file = NULL;
+    int line = 0;
+    size_t used = strlen(buf);
+    if (a->from_pc && weft_symbols_pc(syms, a->from_pc, &fn, &file, &line) == 0 && fn && file &&
+        line > 0) {
+        const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+        snprintf(buf + used, len - used, ", last in the program at %s (%s:%d)", fn, base, line);
+    }
+}
+
 /* One race's line after its number: two races on pcs of the same lines
  * (the two stores of one line's if/else) read the same and are shown once. */
 static void race_text(const replay_race_var *r, uint64_t count, weft_symbols *syms, char *buf,
                       size_t len)
 {
-    char a[256], b[256];
-    place(syms, r->race.first.thread, r->race.first.pc, a, sizeof a);
-    place(syms, r->race.second.thread, r->race.second.pc, b, sizeof b);
+    char a[600], b[600];
+    side_place(syms, &r->race.first, a, sizeof a);
+    side_place(syms, &r->race.second, b, sizeof b);
     char addr[32] = ""; /* an unnamed variable is its address already */
     if (strncmp(r->variable, "0x", 2))
         snprintf(addr, sizeof addr, " (0x%" PRIx64 ")", r->race.addr);
@@ -423,7 +439,7 @@ static void print_races(const replay_explanation *x, weft_symbols *syms, FILE *o
             x->decoded ? ""
                        : " (the program was not readable: every atomic counted as acquire "
                          "and release)");
-    char text[800], other[800];
+    char text[1600], other[1600];
     size_t shown = 0;
     for (size_t i = 0; i < x->nraces; i++) {
         const replay_race_var *r = &x->races[i];

@@ -104,6 +104,45 @@ check "JSON: variable and offset stay the global's" \
 run_status st "$WEFT" races member.wtr >member.txt
 check "text: race on C.st[2].b" grep -q '^race [0-9]* on C.st\[2\].b (0x' member.txt
 
+# ---- an access inside the C library: where the program last was ------------------
+# A use after free raced with _int_free's write, and the report named only
+# _int_free: the thread's last recorded access with a source line before it
+# says where the program was (the call to free records nothing itself).
+cat >uaf.c <<'EOF'
+#include <pthread.h>
+#include <stdlib.h>
+struct job { long a, b; };
+static void *reader(void *arg)
+{
+    struct job *j = arg;
+    long s = 0;
+    for (int i = 0; i < 100; i++)
+        s += ((volatile struct job *)j)->a;
+    return (void *)s;
+}
+int main(void)
+{
+    struct job *j = calloc(1, sizeof *j);
+    pthread_t t;
+    pthread_create(&t, 0, reader, j);
+    ((volatile struct job *)j)->b = 2; /* LAST_LINE */
+    free(j); /* before the join */
+    pthread_join(t, 0);
+    return 0;
+}
+EOF
+aarch64-linux-gnu-gcc -static -pthread -O1 -g -o uaf uaf.c || fail "the cross compiler failed on uaf.c"
+lastline="$(grep -n LAST_LINE uaf.c | cut -d: -f1)"
+run_status st "$WEFT" trace -q -o uaf.wtr -- ./uaf </dev/null >/dev/null 2>&1
+run_status st "$WEFT" races --json uaf.wtr >uaf.json
+check "use after free: the side in the library says where the program last was (line $lastline)" \
+  test "$(jq --argjson l "$lastline" '[.races[] | .first, .second | select(.line == null and .last_in_program != null and .last_in_program.line == $l)] | length > 0' uaf.json)" = true
+check "use after free: the program's own sides have none" \
+  test "$(jq '[.races[] | .first, .second | select(.line != null and .last_in_program != null)] | length' uaf.json)" = 0
+run_status st "$WEFT" races uaf.wtr >uaf.txt
+check "text: ', last in the program at main (...uaf.c:$lastline)'" \
+  grep -Eq ", last in the program at main \(.*uaf.c:$lastline\)$" uaf.txt
+
 # ---- the program ---------------------------------------------------------------------
 cp lu lu.keep
 run_status st "$WEFT" races --binary lu.keep --json lu.wtr >keep.json

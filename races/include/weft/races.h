@@ -92,6 +92,11 @@ typedef struct weft_race_access {
     uint8_t atomic; /* 1 if atomic or exclusive */
     uint8_t size;   /* bytes accessed */
     uint64_t pc, time, seq;
+    /* An access in code without a source line (the C library's free, its
+     * memcpy): the thread's last recorded access with one before it, where
+     * the program last was (weft_races_find_callers; usually the line
+     * before the call, which itself records nothing); 0 if none. */
+    uint64_t from_pc;
 } weft_race_access;
 
 /* One race: an unordered pair of pcs; `first` is the earlier access of the
@@ -137,6 +142,12 @@ const char *weft_races_error(const weft_races *d);
 /* Both passes over a whole trace (rewound first, left at its end). Returns
  * 0, or -1 with a one-line reason in err (corrupt trace, out of memory). */
 int weft_races_analyze(weft_races *d, weft_trace *t, char *err, size_t errlen);
+
+/* After the analysis: for each race's access in code without a source
+ * line, the thread's last pc with one before it (from_pc), in one more
+ * pass over t when some access needs it. 0, or -1 with a reason in err. */
+int weft_races_find_callers(weft_races *d, weft_trace *t, weft_symbols *syms, char *err,
+                            size_t errlen);
 
 /* Races in the order they were found. */
 size_t weft_races_count(const weft_races *d);
