@@ -88,6 +88,10 @@ if aarch64-linux-gnu-gcc -o dyn dyn.c 2>/dev/null &&
       "program: a library not in the root" 1 \
       "weft: needs: error while loading shared libraries: libweftnone.so: cannot open shared object file: No such file or directory (--sysroot /usr/aarch64-linux-gnu: give a root with the program's libraries)" \
       "$WEFT" replay --runs 2 -o noroot -- needs
+    among=1 expect_as "weft: status 127: if the loader could not find a shared library above, give --sysroot a root with the program's libraries (now ROOT)" \
+      "trace: a library not in the root" 127 \
+      "weft: status 127: if the loader could not find a shared library above, give --sysroot a root with the program's libraries (now /usr/aarch64-linux-gnu)" \
+      "$WEFT" trace -o noroot.wtr -- needs
   else
     fail "program: a library not in the root: the cross compiler failed"
   fi
