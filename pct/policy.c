@@ -349,6 +349,15 @@ int pct_thread_slept(pct_policy *p, pct_tid tid, bool again)
     return 0;
 }
 
+int pct_thread_yield_napped(pct_policy *p, pct_tid tid)
+{
+    int rc = pct_thread_slept(p, tid, false);
+    struct thread *t = pct_find(p, tid);
+    if (t)
+        t->after_yield = true;
+    return rc;
+}
+
 /* Some other live thread is enabled, so the decision that follows this
  * step has an alternative (the platform calls pct_step at the stepping
  * thread's gate, with no event in between, and then decides). A step with

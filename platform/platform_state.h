@@ -96,6 +96,7 @@ enum PolicyOp : uint8_t {
     OP_EXITED,
     OP_YIELDED,
     OP_SLEPT, // arg: again (pct_thread_slept)
+    OP_YIELD_NAPPED,
     OP_STEP,
     OP_PENDING,
     OP_NEXT
@@ -186,6 +187,7 @@ struct weft_platform {
     void pol_state(int pe, weft::PolicyOp op);
     void pol_yielded(int pe);
     void pol_slept(int pe, bool again);
+    void pol_yield_napped(int pe);
     void pol_step(int pe, uint64_t obj, int acc);
     void pol_pending(int pe, uint64_t obj, int acc);
     size_t pol_next(pct_tid *out, size_t cap);

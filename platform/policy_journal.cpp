@@ -55,6 +55,12 @@ void weft_platform::pol_slept(int pe, bool again)
     journal_add(OP_SLEPT, pe, again ? 1 : 0, 0);
 }
 
+void weft_platform::pol_yield_napped(int pe)
+{
+    pct_thread_yield_napped(policy, pe);
+    journal_add(OP_YIELD_NAPPED, pe, 0, 0);
+}
+
 void weft_platform::pol_step(int pe, uint64_t obj, int acc)
 {
     pct_step_access(policy, pe, obj, pct_access(acc));
@@ -124,6 +130,9 @@ int weft_platform_policy_catch_up(weft_platform *p, pct_policy *fresh,
             break;
         case OP_SLEPT:
             pct_thread_slept(fresh, c.pe, c.arg != 0);
+            break;
+        case OP_YIELD_NAPPED:
+            pct_thread_yield_napped(fresh, c.pe);
             break;
         case OP_STEP:
             pct_step_access(fresh, c.pe, c.obj, pct_access(c.arg));

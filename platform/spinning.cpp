@@ -109,8 +109,10 @@ static int spin_sighting(weft_platform *p, int pe, uint64_t pc, pause_kind kind)
     // always let it run first, under any change point, and the worker's
     // late sigaction (pthread_kill before the handler) was out of pct's
     // reach (0 of 200; random 104). Yields again without progress demote.
-    if (p->policy && (kind == PAUSE_SLEEP || (kind == PAUSE_YIELD && !again)))
+    if (p->policy && kind == PAUSE_SLEEP)
         p->pol_slept(pe, again);
+    else if (p->policy && kind == PAUSE_YIELD && !again)
+        p->pol_yield_napped(pe);
     else if (p->policy)
         p->pol_yielded(pe);
     // A program with a signal handler or a timer may yield until a signal

@@ -90,6 +90,43 @@ static void test_yield_steps(void **state)
     }
 }
 
+/* A first yield's nap (pct_thread_yield_napped): under pct the yielder
+ * stays above a thread a change point delayed, as a first sleep does, and
+ * under every policy its next step is a yield step, which k leaves out. */
+static void test_yield_napped(void **state)
+{
+    (void)state;
+    pct_kind kinds[] = {PCT_KIND_RANDOM, PCT_KIND_PCT, PCT_KIND_PPCT};
+    for (size_t i = 0; i < 3; i++) {
+        pct_policy *p = make(kinds[i], 2, 10, 3, false);
+        pct_thread_created(p, 1, PCT_NO_PARENT);
+        pct_thread_created(p, 2, 1);
+        pct_step(p, 1);
+        pct_thread_yield_napped(p, 1);
+        pct_step(p, 1);
+        assert_int_equal(pct_policy_yield_steps(p), 1);
+        pct_policy_destroy(p);
+    }
+    /* pct: T2 demoted (it slept again without progress); T1's nap keeps T1
+     * above T2, where a yield sends it below. */
+    for (int nap = 0; nap < 2; nap++) {
+        pct_policy *p = make(PCT_KIND_PCT, 2, 10, 3, false);
+        pct_thread_created(p, 1, PCT_NO_PARENT);
+        pct_thread_created(p, 2, 1);
+        pct_thread_info a, b;
+        pct_policy_thread_info(p, 2, &b);
+        pct_thread_slept(p, 2, true); /* T2 at the bottom: as far below as any delay */
+        if (nap)
+            pct_thread_yield_napped(p, 1);
+        else
+            pct_thread_yielded(p, 1);
+        pct_policy_thread_info(p, 1, &a);
+        pct_policy_thread_info(p, 2, &b);
+        assert_true(nap ? a.priority > b.priority : a.priority < b.priority);
+        pct_policy_destroy(p);
+    }
+}
+
 /* A change point is a choice step: a thread working alone passes through
  * no change point, whatever k_1 is. */
 static void test_change_points_only_at_choices(void **state)
@@ -245,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_choice_counting_by_hand),
         cmocka_unit_test(test_change_points_only_at_choices),
         cmocka_unit_test(test_yield_steps),
+        cmocka_unit_test(test_yield_napped),
         cmocka_unit_test(test_bad_access_calls),
         cmocka_unit_test(test_old_policies_unchanged),
     };

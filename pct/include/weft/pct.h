@@ -154,6 +154,11 @@ int pct_thread_yielded(pct_policy *p, pct_tid tid);
  * spun before with no progress of its own since; it is waiting for someone,
  * and goes below everything as a yield does. */
 int pct_thread_slept(pct_policy *p, pct_tid tid, bool again);
+/* sched_yield, the thread's first since its own progress: a first sleep's
+ * nap (a main that yields once to let a worker start is not sent below a
+ * delayed worker), its next step counted as one after a yield, as k
+ * leaves those out. A yield again without progress is pct_thread_yielded. */
+int pct_thread_yield_napped(pct_policy *p, pct_tid tid);
 /* tid executed one schedule point. If it was a choice (see
  * count_all_steps) the step counter advances and, at a change point k_i,
  * tid's priority drops to d - i. pos: tid's next event gets a fresh
