@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,6 +61,7 @@ enum {
     NR_EXECVEAT = 281,
     NR_GETPID = 172,
     NR_GETTID = 178,
+    NR_TKILL = 130,
 };
 
 /* Descriptors a child cannot make its own again, as it does files and pipes
@@ -415,6 +417,8 @@ static void serve(vcpu_state *v)
             /* The thread that forked is the child's main thread, with the
              * child's pid for its tid: a fault is looked up by it. */
             v->tid = gettid();
+            s->stale_tid = self;
+            s->main_tid = v->tid;
             spare_run(&mask);
             return;
         }
@@ -452,6 +456,24 @@ static void serve(vcpu_state *v)
         say("status %d", status);
         pretranslate_absorb(); /* before the next spare's fork */
     }
+}
+
+/* glibc keeps each thread's tid in its descriptor, the main thread's from
+ * start-up: in a child it is the server's, and a worker's pthread_kill of
+ * the main thread (tgkill(pid, that tid)) found no such thread here (ESRCH),
+ * the signal was lost, and every run of a program that wakes its main
+ * thread so hung to --timeout. weft sends the signal to the child's main
+ * thread itself; the guest's own call still fails (ESRCH), which
+ * pthread_kill's callers rarely look at. Classic signals only: qemu keeps
+ * the real-time ones' numbers for itself. */
+void server_redirect_kill(int64_t num, const uint64_t args[6])
+{
+    server_state *s = &g_plugin.server;
+    uint64_t tid = num == NR_TKILL ? args[0] : args[1];
+    int64_t sig = (int64_t)(num == NR_TKILL ? args[1] : args[2]);
+    if (!s->child || !s->stale_tid || tid != (uint64_t)s->stale_tid || sig <= 0 || sig >= 32)
+        return;
+    syscall(SYS_tgkill, (long)getpid(), (long)s->main_tid, (long)sig);
 }
 
 void server_at_syscall(vcpu_state *v, int64_t num, uint64_t a1)

@@ -289,6 +289,9 @@ typedef struct server_state {
     uint32_t *pieces;
     size_t npieces, pieces_cap;
     int placeholder_fd; /* keeps the trace spool's fd number for the children */
+    /* A child: the server's main thread's tid, which glibc keeps in the main
+     * thread's descriptor, and the child's own (server_redirect_kill) */
+    pid_t stale_tid, main_tid;
 } server_state;
 
 typedef struct plugin {
@@ -463,6 +466,9 @@ int plugin_guest_base(uintptr_t *base);
 /* The guest's memory at guest address addr (len bytes), from a syscall
  * callback: 0, or -1 if the address is not mapped or not yet known. */
 int plugin_guest_read(uint64_t addr, void *buf, size_t len);
+/* plugin_server.c: in a server's child, a tkill or tgkill (args as the
+ * syscall's) of the main thread by the server's tid, sent to the child's. */
+void server_redirect_kill(int64_t num, const uint64_t args[6]);
 int plugin_guest_write(uint64_t addr, const void *buf, size_t len);
 /* The vCPU's event buffer: the writer's crash-proof one if it can. */
 int plugin_buf_attach(vcpu_state *v, unsigned index);

@@ -443,6 +443,7 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
         if ((num == SYS_TKILL ? a1 : args[1]) == (uint64_t)gettid())
             plugin_record_raised(v, (int)(num == SYS_TKILL ? args[1] : args[2]));
+        server_redirect_kill(num, args);
         break;
     default:
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);

@@ -342,4 +342,42 @@ for sig in TERM KILL; do
   check "SIG$sig: seeds 1..120, each once" \
     test "$(jq -s -c '[.[].seed] == [range(1; 121)]' "$out/runs.jsonl")" = true
 done
+# A worker wakes the main thread with pthread_kill: glibc's descriptor of
+# the main thread holds the server's tid, the signal went nowhere, and
+# every run hung to its timeout (6 of 6); the tracer now sends it to the
+# child's main thread.
+cat >"$work/pkmain.c" <<'EOF'
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+static pthread_t mainthr;
+static void *worker(void *x)
+{
+    pthread_kill(mainthr, SIGUSR1);
+    return x;
+}
+int main(void)
+{
+    mainthr = pthread_self();
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &s, 0);
+    pthread_t w;
+    pthread_create(&w, 0, worker, 0);
+    int sig;
+    sigwait(&s, &sig);
+    pthread_join(w, 0);
+    puts("woken");
+    return 0;
+}
+EOF
+cross_cc pkmain
+run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --runs 6 --jobs 2 --timeout 10 \
+  --output "$work/pkmain-run" -- "$work/pkmain" </dev/null >"$work/pkmain.log" 2>&1
+check "pthread_kill of the main thread in a server's child: every run passes (status $st; $(jq -r .verdict "$work/pkmain-run/runs.jsonl" | sort | uniq -c | xargs))" \
+  test "$st $(jq -r .verdict "$work/pkmain-run/runs.jsonl" | sort | uniq -c | xargs)" = "0 6 pass"
+check "pthread_kill of the main thread: the campaign used the fork server" \
+  bash -c "! grep -q 'one qemu per run' '$work/pkmain.log'"
+
 finish
