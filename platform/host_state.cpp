@@ -113,8 +113,8 @@ char host_thread_state(int tid)
 
 // The system call the host thread sleeps in: its number, -1 when it is not
 // asleep, -2 when it is asleep and /proc cannot say in what; *op gets the
-// call's second argument (a futex's operation).
-static long asleep_in(int tid, unsigned long *op)
+// call's second argument (a futex's operation), *first its first.
+static long asleep_in(int tid, unsigned long *op, unsigned long *first = nullptr)
 {
     if (host_thread_state(tid) != 'S')
         return -1;
@@ -133,7 +133,9 @@ static long asleep_in(int tid, unsigned long *op)
     long nr = strtol(buf, &end, 10);
     if (end == buf)
         return -1;
-    strtoull(end, &end, 16); // the first argument (a futex's word)
+    unsigned long a1 = strtoul(end, &end, 16); // the first argument (a futex's word)
+    if (first)
+        *first = a1;
     *op = strtoul(end, nullptr, 16);
     return nr;
 }
@@ -158,6 +160,53 @@ bool host_thread_in_cond_wait(int tid)
 bool host_thread_in_futex(int tid)
 {
     return asleep_in_futex(tid) != -1;
+}
+
+// What descriptor fd of this process is: its /proc link ("pipe:[12]").
+static bool fd_link(long fd, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%ld", fd);
+    ssize_t n = readlink(path, buf, len - 1);
+    if (n <= 0)
+        return false;
+    buf[n] = 0;
+    return true;
+}
+
+// Does this process hold the write end of the pipe fd reads (another
+// descriptor on the same pipe, open for writing)?
+static bool holds_write_end(long fd, const char *link)
+{
+    for (long other = 0; other < 1024; other++) {
+        char l[64], path[64], info[256];
+        if (other == fd || !fd_link(other, l, sizeof l) || strcmp(l, link))
+            continue;
+        snprintf(path, sizeof path, "/proc/self/fdinfo/%ld", other);
+        int f = open(path, O_RDONLY | O_CLOEXEC);
+        if (f < 0)
+            continue;
+        ssize_t n = read(f, info, sizeof info - 1);
+        close(f);
+        const char *flags = n > 0 ? (info[n] = 0, strstr(info, "flags:")) : nullptr;
+        if (flags && (strtoul(flags + 6, nullptr, 8) & O_ACCMODE) != O_RDONLY)
+            return true;
+    }
+    return false;
+}
+
+bool host_thread_waits_inside(int tid)
+{
+    unsigned long op = 0, fd = 0;
+    long nr = asleep_in(tid, &op, &fd);
+    if (nr != SYS_read && nr != SYS_readv && nr != SYS_recvfrom && nr != SYS_recvmsg)
+        return false;
+    char link[64];
+    if (!fd_link(long(fd), link, sizeof link))
+        return false;
+    if (!strcmp(link, "anon_inode:[eventfd]"))
+        return true;
+    return !strncmp(link, "pipe:[", 6) && holds_write_end(long(fd), link);
 }
 
 bool host_thread_asleep_outside_futex(int tid)

@@ -486,11 +486,21 @@ int weft_platform_check_deadlock(weft_platform *p)
         if (weft_platform::limbo(st))
             p->probe(int(q));
     }
+    // A thread asleep in a read only this process can end (a pipe whose
+    // write end it holds, an eventfd) waits as a futex waiter does: a
+    // deadlock with one such reader ran to --timeout, a timeout and no hit.
+    // Looked at before the lock: /proc costs microseconds.
+    // Not once the guest made a child process: the child may hold a write
+    // end too.
+    std::vector<char> inside(n, 0);
+    for (uint32_t q = 0; q < n && !p->guest_forked.load(); q++)
+        if (p->slots[q].state.load() == RELEASED && p->policy)
+            inside[q] = !p->slots[q].busy.load() && host_thread_waits_inside(p->slots[q].host_tid);
     std::lock_guard<std::mutex> g(p->mu);
     unsigned blocked = 0;
     for (uint32_t q = 0; q < n; q++) {
         int st = p->slots[q].state.load();
-        if (st == BLOCKED && !p->slots[q].timed_wait)
+        if ((st == BLOCKED && !p->slots[q].timed_wait) || (st == RELEASED && inside[q]))
             blocked++;
         else if (st != EXITED && st != FREE) {
             p->deadlock_seen = 0;
@@ -508,7 +518,9 @@ int weft_platform_check_deadlock(weft_platform *p)
     if (!same)
         return 2;
     for (uint32_t q = 0; q < n; q++)
-        if (p->slots[q].state.load() == BLOCKED && !host_thread_in_futex(p->slots[q].host_tid)) {
+        if ((p->slots[q].state.load() == BLOCKED && !host_thread_in_futex(p->slots[q].host_tid)) ||
+            (p->slots[q].state.load() == RELEASED &&
+             (p->guest_forked.load() || !host_thread_waits_inside(p->slots[q].host_tid)))) {
             p->deadlock_seen = 0;
             return 0;
         }
@@ -529,6 +541,12 @@ size_t weft_platform_describe_blocked(weft_platform *p, char *buf, size_t len)
     uint32_t n = p->count.load();
     for (uint32_t q = 0; q < n; q++) {
         Slot &s = p->slots[q];
+        if (s.state.load() == RELEASED) {
+            char line[160];
+            snprintf(line, sizeof line, "T%u (tid %llu) is asleep in a read\n", q,
+                     (unsigned long long)s.tid);
+            out += line;
+        }
         if (s.state.load() != BLOCKED)
             continue;
         char line[160];

@@ -121,6 +121,10 @@ bool host_thread_in_futex(int tid);
 // an empty pipe; not a lock of qemu's or weft's)? Where /proc cannot say
 // which call, asleep at all.
 bool host_thread_asleep_outside_futex(int tid);
+// Is the host thread asleep in a read of a descriptor only this process
+// can end: an eventfd, or a pipe whose write end it holds too? (A socket,
+// a poll, a wait for a child may be ended from outside.)
+bool host_thread_waits_inside(int tid);
 
 } // namespace weft
 
@@ -157,6 +161,7 @@ struct weft_platform {
     std::atomic<uint32_t> idle_seq{0};
     std::atomic<uint64_t> progress_epoch{0};   // bumped by weft_platform_progress
     std::atomic<uint64_t> world_epoch{0};      // bumped by weft_platform_outside
+    std::atomic<bool> guest_forked{false};     // the guest made a child process
     std::atomic<bool> signals_expected{false}; // weft_platform_signals_expected
     // Has anyone read progress_epoch since its last bump? If not, another
     // bump tells nobody anything: a write then costs a load, not a locked add.

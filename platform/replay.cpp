@@ -495,8 +495,10 @@ void weft_platform_busy(weft_platform *p, int pe, int delta)
 void weft_platform_forking(weft_platform *p, int pe, int on)
 {
     p->slots[pe].forking.store(on);
-    if (on)
+    if (on) {
+        p->guest_forked.store(true); // a child may write the pipes it holds
         return;
+    }
     // Every waiter that left qemu's running set for the fork is back in it
     // before the holder goes on: another exclusive section (a translation
     // flush) must wait for them, as they are parked inside a block.

@@ -250,7 +250,8 @@ static int64_t mutex_holder(json_t *rec, uint32_t i, const wait_site *ws)
 }
 
 /* Each live thread of a deadlocked run whose last event is a futex wait:
- * which word, which object, where. Appends to `waits` and `detail`. */
+ * which word, which object, where; one asleep in a read, where. Appends to
+ * `waits` and `detail`. */
 void replay_describe_waits(const char *trace_path, const char *binary, json_t *rec, json_t *waits,
                            char *detail, size_t len)
 {
@@ -265,6 +266,25 @@ void replay_describe_waits(const char *trace_path, const char *binary, json_t *r
     size_t n = strlen(detail);
     for (uint32_t i = 0; tails && i < nt; i++) {
         const thread_tail *tt = &tails[i];
+        if (!s->threads[i].exited && tt->seen && tt->last.kind == WEFT_EV_SYSCALL && n < len) {
+            /* Asleep in a read only the program could end (the platform
+             * counted it as waiting): where, by its last own line. */
+            wait_site ws;
+            memset(&ws, 0, sizeof ws);
+            walk_back(syms, tt, &ws);
+            uint64_t nr = tt->last.addr;
+            const char *call = nr == 63    ? "read"
+                               : nr == 65  ? "readv"
+                               : nr == 207 ? "recvfrom"
+                               : nr == 212 ? "recvmsg"
+                                           : "a system call";
+            n +=
+                (size_t)snprintf(detail + n, len - n, "%sT%u asleep in %s", n ? "; " : "", i, call);
+            if (ws.ufn && n < len)
+                n += (size_t)snprintf(detail + n, len - n, ", last in the program at %s (%s:%d)",
+                                      ws.ufn, base_name(ws.ufile), ws.uline);
+            continue;
+        }
         if (s->threads[i].exited || !tt->seen || tt->last.kind != WEFT_EV_FUTEX_WAIT)
             continue;
         wait_site ws;

@@ -291,7 +291,10 @@ static void *watchdog(void *arg)
         if (look == 1) {
             char buf[4096];
             weft_platform_describe_blocked(g_plugin.platform, buf, sizeof buf);
-            fprintf(stderr, "weft: deadlock: every live thread waits on a futex\n%s", buf);
+            fprintf(stderr,
+                    "weft: deadlock: every live thread waits on a futex or in a read only the "
+                    "program could end\n%s",
+                    buf);
             atomic_store(&g_plugin.exit_code, 0);
             plugin_finish(WEFT_TRACE_DEADLOCK);
             _exit(86);

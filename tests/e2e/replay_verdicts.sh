@@ -170,4 +170,78 @@ check "left locked: a deadlock (status $st)" test "$(jq -r .verdict "$work/leftl
 check "left locked: held by T1, which exited without unlocking it" \
   grep -q "held by T1, which exited without unlocking it" <<<"$(jq -r .detail "$work/leftlocked-run/runs.jsonl")"
 
+# ---- a deadlock while a thread sleeps in a read only the program can end ----------
+# An ABBA deadlock between main and T2 while T1 reads a pipe T2 would write
+# ran to --timeout (a timeout, no hit): a thread in a read counted as one
+# the outside world may wake. A pipe whose write end the program holds, or
+# an eventfd, cannot be: such a reader waits as a futex waiter does. A
+# child process may write the pipe too: once the program forked, its
+# readers are not counted so (the twin below passes).
+cat >"$work/readlock.c" <<'EOF'
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER, b = PTHREAD_MUTEX_INITIALIZER;
+static int pfd[2];
+static void *reader(void *x)
+{
+    char c;
+    if (read(pfd[0], &c, 1) != 1) /* READ_LINE */
+        abort();
+    return x;
+}
+static void *t2(void *x)
+{
+    pthread_mutex_lock(&b);
+    pthread_mutex_lock(&a);
+    pthread_mutex_unlock(&a);
+    pthread_mutex_unlock(&b);
+    if (write(pfd[1], "x", 1) != 1)
+        abort();
+    return x;
+}
+int main(int argc, char **argv)
+{
+    (void)argv;
+    if (pipe(pfd))
+        return 2;
+    pthread_t r, t;
+    pthread_create(&r, 0, reader, 0);
+    if (argc > 1) { /* the twin: a child writes the byte, late; no t2 */
+        pid_t c = fork();
+        if (c == 0) {
+            usleep(200000);
+            _exit(write(pfd[1], "y", 1) != 1);
+        }
+        pthread_join(r, 0);
+        waitpid(c, 0, 0);
+        return 0;
+    }
+    pthread_create(&t, 0, t2, 0);
+    pthread_mutex_lock(&a);
+    pthread_mutex_lock(&b);
+    pthread_mutex_unlock(&b);
+    pthread_mutex_unlock(&a);
+    pthread_join(t, 0);
+    pthread_join(r, 0);
+    return 0;
+}
+EOF
+aarch64-linux-gnu-gcc -static -pthread -O1 -g -o "$work/readlock" "$work/readlock.c" ||
+  fail "the cross compiler failed on readlock.c"
+readline="$(grep -n READ_LINE "$work/readlock.c" | cut -d: -f1)"
+run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --runs 30 --jobs 2 --timeout 10 \
+  --output "$work/readlock-run" -- "$work/readlock" </dev/null >"$work/readlock.log" 2>&1
+verdicts="$(jq -r .verdict "$work/readlock-run/runs.jsonl" | sort | uniq -c | xargs)"
+check "a deadlock beside a reader of the program's own pipe: deadlock verdicts, no timeout ($verdicts)" \
+  bash -c "grep -q deadlock <<<'$verdicts' && ! grep -q timeout <<<'$verdicts'"
+check "the reader is named, at its read" \
+  grep -q "T1 asleep in read, last in the program at reader (readlock.c:$readline)" \
+  <<<"$(jq -r 'select(.verdict == "deadlock") | .detail' "$work/readlock-run/runs.jsonl" | head -1)"
+run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --runs 6 --jobs 2 --timeout 10 \
+  --output "$work/readchild-run" -- "$work/readlock" child </dev/null >"$work/readchild.log" 2>&1
+check "a reader of a pipe a child process writes late: every run passes (status $st; $(jq -r .verdict "$work/readchild-run/runs.jsonl" | sort | uniq -c | xargs))" \
+  test "$st $(jq -r .verdict "$work/readchild-run/runs.jsonl" | sort | uniq -c | xargs)" = "0 6 pass"
+
 finish
