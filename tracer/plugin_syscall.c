@@ -357,11 +357,14 @@ static void exit_group_entry(vcpu_state *v, thread_record *tr, uint64_t code)
 
 /* Is the call a sleep, and where is its timeout (a guest address, 0 if
  * none)? nanosleep and clock_nanosleep; under a policy also a pselect6 or
- * ppoll on no descriptors with a timeout, select(0, ...) and poll(NULL, 0,
- * ms) used as sleeps, and an rt_sigtimedwait with a timeout (a poll for
- * signals: one pending is returned at once, else EAGAIN when the schedule
- * says the time is up, at once; outside a policy they wait released, as
- * before). */
+ * ppoll with a timeout (select and poll with a timeout, on descriptors or
+ * none: what is ready when the schedule resumes the thread is returned at
+ * once, else 0, the timeout up, as a timed futex wait ends when the policy
+ * chooses it; left to the host's clock, a consumer polling a pipe with a
+ * 5 ms timeout replayed one seed as a pass 11 times and a bug once), and an
+ * rt_sigtimedwait with a timeout (a poll for signals: one pending is
+ * returned at once, else EAGAIN when the schedule says the time is up, at
+ * once; outside a policy they wait released, as before). */
 static int is_sleep(int64_t num, const uint64_t args[6], uint64_t *req)
 {
     *req = 0;
@@ -371,11 +374,11 @@ static int is_sleep(int64_t num, const uint64_t args[6], uint64_t *req)
     }
     if (!g_plugin.sched.policy)
         return 0;
-    if (num == SYS_PSELECT6 && args[0] == 0 && args[4])
+    if (num == SYS_PSELECT6 && args[4])
         *req = args[4];
     else if (num == SYS_RT_SIGTIMEDWAIT && args[2])
         *req = args[2];
-    else if (num == SYS_PPOLL && args[1] == 0 && args[2])
+    else if (num == SYS_PPOLL && args[2])
         *req = args[2];
     return *req != 0;
 }
