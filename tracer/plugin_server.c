@@ -62,6 +62,8 @@ enum {
     NR_GETPID = 172,
     NR_GETTID = 178,
     NR_TKILL = 130,
+    NR_SETITIMER = 103,
+    NR_TIMER_CREATE = 107,
 };
 
 /* Descriptors a child cannot make its own again, as it does files and pipes
@@ -80,6 +82,7 @@ static const char *shared_object(int64_t num)
         return "a signalfd";
     case 85:
         return "a timerfd";
+
     case 198:
         return "a socket";
     case 199:
@@ -493,6 +496,12 @@ void server_at_syscall(vcpu_state *v, int64_t num, uint64_t a1)
     case NR_EXIT:
     case NR_EXIT_GROUP:
         decline("exits before creating a thread (every run is the same)");
+        break;
+    case NR_SETITIMER:
+    case NR_TIMER_CREATE:
+        /* A forked child inherits no timer: a program waiting for its
+         * SIGALRM timed out in every run. */
+        decline("arms a timer before its first thread (a child would not inherit it)");
         break;
     case NR_GETPID:
     case NR_GETTID:

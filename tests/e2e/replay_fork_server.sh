@@ -380,4 +380,41 @@ check "pthread_kill of the main thread in a server's child: every run passes (st
 check "pthread_kill of the main thread: the campaign used the fork server" \
   bash -c "! grep -q 'one qemu per run' '$work/pkmain.log'"
 
+# A timer armed before the first thread: a forked child inherits none, and a
+# program waiting for its SIGALRM timed out in every run under the server.
+cat >"$work/itimer.c" <<'EOF'
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/time.h>
+static void *worker(void *x)
+{
+    return x;
+}
+int main(void)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &s, 0);
+    struct itimerval it = {{0, 1000}, {0, 1000}};
+    setitimer(ITIMER_REAL, &it, 0);
+    pthread_t w;
+    pthread_create(&w, 0, worker, 0);
+    int sig;
+    sigwait(&s, &sig);
+    pthread_join(w, 0);
+    puts("alarm");
+    return 0;
+}
+EOF
+cross_cc itimer
+run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --runs 4 --jobs 2 --timeout 10 \
+  --output "$work/itimer-run" -- "$work/itimer" </dev/null >"$work/itimer.log" 2>&1
+check "a timer armed before the first thread: every run passes (status $st; $(jq -r .verdict "$work/itimer-run/runs.jsonl" | sort | uniq -c | xargs))" \
+  test "$st $(jq -r .verdict "$work/itimer-run/runs.jsonl" | sort | uniq -c | xargs)" = "0 4 pass"
+check "a timer armed before the first thread: the note says why" \
+  grep -q "arms a timer before its first thread (a child would not inherit it): one qemu per run" \
+  "$work/itimer.log"
+
 finish
