@@ -409,13 +409,14 @@ look:
     return WEFT_GATE_OK;
 }
 
-void weft_platform_syscall_release(weft_platform *p, int pe, uint64_t cycles)
+void weft_platform_syscall_release(weft_platform *p, int pe, uint64_t cycles, int settle)
 {
     std::lock_guard<std::mutex> g(p->mu);
     p->slots[pe].bound.store(cycles);
     p->released++;
     // One holder at a time: it keeps the token until seen asleep in the call.
-    bool limbo = p->policy && !p->host_parallel;
+    bool limbo = settle && p->policy && !p->host_parallel;
+    p->slots[pe].release_settles.store(limbo);
     p->policy_state_changed_locked(pe, limbo ? RELEASE_ENTERING : RELEASED);
 }
 
@@ -435,7 +436,7 @@ void weft_platform_settle_released(weft_platform *p, int pe)
     uint32_t n = p->count.load();
     for (uint32_t q = 0; q < n; q++) {
         Slot &s = p->slots[q];
-        if (int(q) == pe || s.state.load() != RELEASED)
+        if (int(q) == pe || s.state.load() != RELEASED || !s.release_settles.load())
             continue;
         uint64_t since = now_ns();
         for (unsigned spins = 0; s.state.load() == RELEASED; spins++) {

@@ -64,6 +64,9 @@ struct alignas(64) Slot {
     // of weft's own locks, never in a qemu exclusive section.
     std::atomic<int> busy{0};
     std::atomic<int> forking{0}; // in a fork syscall: qemu copies itself exclusively
+    // Released in a call the holder waits to see asleep or back
+    // (weft_platform_settle_released); not a PI futex's.
+    std::atomic<bool> release_settles{false};
     // Spinning (replays): seen spinning this many times since progress_epoch
     // spin_epoch, last at spin_pc. Guarded by the platform lock.
     uint64_t spin_epoch = ~0ull, spin_count = 0, spin_pc = 0;

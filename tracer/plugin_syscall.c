@@ -216,7 +216,7 @@ static void futex_entry(vcpu_state *v, uint64_t pc)
         break;
     default: /* PI futexes and friends: not modelled */
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, SYS_FUTEX, pc, 0, 0);
-        weft_platform_syscall_release(p, v->pe, v->sys_cycles);
+        weft_platform_syscall_release(p, v->pe, v->sys_cycles, 0);
         v->sys_released = 1;
         break;
     }
@@ -410,7 +410,7 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
             /* A real sleep waits on the host's clock: counted, it held up
              * every other thread's gates (a thread asleep for an hour as
              * main returned made weft trace wait for 23 stall escapes). */
-            weft_platform_syscall_release(p, v->pe, v->sys_cycles);
+            weft_platform_syscall_release(p, v->pe, v->sys_cycles, 0);
             v->sys_released = 1;
         } else if (!pause) /* told before the gate */
             weft_platform_yield(p, v->pe);
@@ -451,7 +451,7 @@ static void syscall_entry_bound(vcpu_state *v, int64_t num, const uint64_t args[
     default:
         plugin_record(v, WEFT_EV_SYSCALL, v->sys_cycles, (uint64_t)num, 0, 0, 0);
         if (may_block_indefinitely(num, (int64_t)v->sys_args[0])) {
-            weft_platform_syscall_release(p, v->pe, v->sys_cycles);
+            weft_platform_syscall_release(p, v->pe, v->sys_cycles, 1);
             v->sys_released = 1;
         }
         break;

@@ -116,7 +116,10 @@ weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, u
  * resumes the PE no earlier than every gate passed: no point it passes next
  * is behind one already passed. A resume later than `cycles` is counted
  * (stats' rejoins): how far it moved is the host's timing. */
-void weft_platform_syscall_release(weft_platform *p, int pe, uint64_t cycles);
+/* settle: under a replay policy the thread keeps the token until seen
+ * asleep in the call (not for a futex the model does not know, a PI one,
+ * whose sleep looks like a lock's). */
+void weft_platform_syscall_release(weft_platform *p, int pe, uint64_t cycles, int settle);
 uint64_t weft_platform_syscall_return(weft_platform *p, int pe, uint64_t cycles);
 /* Replays: the holder, back from a system call, waits until every thread
  * in a released call is back from it or asleep in it (the call may have
