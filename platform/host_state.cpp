@@ -4,6 +4,7 @@
 // the kernel, in qemu, or gone.
 #include "platform_state.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <mutex>
 #include <linux/futex.h>
@@ -178,9 +179,15 @@ static bool fd_link(long fd, char *buf, size_t len)
 // descriptor on the same pipe, open for writing)?
 static bool holds_write_end(long fd, const char *link)
 {
-    for (long other = 0; other < 1024; other++) {
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    bool found = false;
+    while (d && !found && (e = readdir(d))) {
+        char *end;
+        long other = strtol(e->d_name, &end, 10);
         char l[64], path[64], info[256];
-        if (other == fd || !fd_link(other, l, sizeof l) || strcmp(l, link))
+        if (*end || end == e->d_name || other == fd || !fd_link(other, l, sizeof l) ||
+            strcmp(l, link))
             continue;
         snprintf(path, sizeof path, "/proc/self/fdinfo/%ld", other);
         int f = open(path, O_RDONLY | O_CLOEXEC);
@@ -189,10 +196,11 @@ static bool holds_write_end(long fd, const char *link)
         ssize_t n = read(f, info, sizeof info - 1);
         close(f);
         const char *flags = n > 0 ? (info[n] = 0, strstr(info, "flags:")) : nullptr;
-        if (flags && (strtoul(flags + 6, nullptr, 8) & O_ACCMODE) != O_RDONLY)
-            return true;
+        found = flags && (strtoul(flags + 6, nullptr, 8) & O_ACCMODE) != O_RDONLY;
     }
-    return false;
+    if (d)
+        closedir(d);
+    return found;
 }
 
 bool host_thread_waits_inside(int tid)

@@ -342,6 +342,19 @@ for sig in TERM KILL; do
   check "SIG$sig: seeds 1..120, each once" \
     test "$(jq -s -c '[.[].seed] == [range(1; 121)]' "$out/runs.jsonl")" = true
 done
+# all_pass NAME RUNS WHAT [OPTIONS...]: a pct campaign of RUNS runs of
+# $work/NAME (options before the program) in $work/NAME-run, its log in
+# $work/NAME.log; checks that every run passed.
+all_pass() {
+  local name="$1" runs="$2" what="$3"
+  shift 3
+  run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --runs "$runs" --jobs 2 "$@" \
+    --output "$work/$name-run" -- "$work/$name" </dev/null >"$work/$name.log" 2>&1
+  local got
+  got="$(jq -r .verdict "$work/$name-run/runs.jsonl" | sort | uniq -c | xargs)"
+  check "$what: every run passes (status $st; $got)" test "$st $got" = "0 $runs pass"
+}
+
 # A worker wakes the main thread with pthread_kill: glibc's descriptor of
 # the main thread holds the server's tid, the signal went nowhere, and
 # every run hung to its timeout (6 of 6); the tracer now sends it to the
@@ -373,10 +386,7 @@ int main(void)
 }
 EOF
 cross_cc pkmain
-run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --runs 6 --jobs 2 --timeout 10 \
-  --output "$work/pkmain-run" -- "$work/pkmain" </dev/null >"$work/pkmain.log" 2>&1
-check "pthread_kill of the main thread in a server's child: every run passes (status $st; $(jq -r .verdict "$work/pkmain-run/runs.jsonl" | sort | uniq -c | xargs))" \
-  test "$st $(jq -r .verdict "$work/pkmain-run/runs.jsonl" | sort | uniq -c | xargs)" = "0 6 pass"
+all_pass pkmain 6 "pthread_kill of the main thread in a server's child" --timeout 10
 check "pthread_kill of the main thread: the campaign used the fork server" \
   bash -c "! grep -q 'one qemu per run' '$work/pkmain.log'"
 
@@ -409,10 +419,7 @@ int main(void)
 }
 EOF
 cross_cc itimer
-run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --runs 4 --jobs 2 --timeout 10 \
-  --output "$work/itimer-run" -- "$work/itimer" </dev/null >"$work/itimer.log" 2>&1
-check "a timer armed before the first thread: every run passes (status $st; $(jq -r .verdict "$work/itimer-run/runs.jsonl" | sort | uniq -c | xargs))" \
-  test "$st $(jq -r .verdict "$work/itimer-run/runs.jsonl" | sort | uniq -c | xargs)" = "0 4 pass"
+all_pass itimer 4 "a timer armed before the first thread" --timeout 10
 check "a timer armed before the first thread: the note says why" \
   grep -q "arms a timer before its first thread (a child would not inherit it): one qemu per run" \
   "$work/itimer.log"
@@ -453,9 +460,6 @@ int main(void)
 }
 EOF
 cross_cc pimutex
-run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --runs 10 --jobs 2 --timeout 5 \
-  --no-fork-server --output "$work/pimutex-run" -- "$work/pimutex" </dev/null >"$work/pimutex.log" 2>&1
-check "a priority-inheritance mutex, a qemu per run: every run passes (status $st; $(jq -r .verdict "$work/pimutex-run/runs.jsonl" | sort | uniq -c | xargs))" \
-  test "$st $(jq -r .verdict "$work/pimutex-run/runs.jsonl" | sort | uniq -c | xargs)" = "0 10 pass"
+all_pass pimutex 10 "a priority-inheritance mutex, a qemu per run" --timeout 5 --no-fork-server
 
 finish
