@@ -328,7 +328,7 @@ weft_gate_result weft_platform_gate(weft_platform *p, int pe, uint64_t cycles, u
     weft_sync_kind kind = weft_sync_kind(kind_flags & 0xff);
     p->gates++;
     *resume = cycles;
-    if (p->exiting.load())
+    if (p->exiting.load() && !p->dying_other(pe))
         return WEFT_GATE_EXITING;
     if (p->replaying()) {
         weft_gate_result r =

@@ -138,6 +138,7 @@ struct weft_platform {
     std::unique_ptr<pct_tid[]> allowed_buf; // a decision's allowed threads: max_pes of them
     std::atomic<uint32_t> count{0};
     std::atomic<int> exiting{0};
+    std::atomic<int> dying_pe{-1}; // weft_platform_dying: the PE whose fault ends the run
     std::atomic<uint64_t> progress{0};
     std::unordered_map<uint64_t, int> by_tid;
     uint64_t block_seq = 0;
@@ -233,6 +234,12 @@ struct weft_platform {
     int stuck_token_holder(int pe);
     weft_gate_result wait_for_grant(int pe, uint64_t *resume);
     bool holder_stuck_in_qemu(int h);
+    // Another PE's fault is ending the run: this one must not run on.
+    bool dying_other(int pe) const
+    {
+        int d = dying_pe.load();
+        return d >= 0 && d != pe;
+    }
     // Has pe paused since it last made progress itself (spinning.cpp)? Also
     // starts a new sighting count when anyone made progress. Locked.
     bool pause_again_locked(int pe);

@@ -340,12 +340,13 @@ weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
             *resume = s.grant_at;
             return WEFT_GATE_OK;
         }
-        if (exiting.load()) {
+        bool dying = dying_other(pe);
+        if (exiting.load() && !dying) {
             back_in();
             return WEFT_GATE_EXITING;
         }
         int h = host_parallel ? stuck_token_holder(pe) : holder.load();
-        bool forking = h >= 0 && h != pe && slots[h].forking.load();
+        bool forking = (h >= 0 && h != pe && slots[h].forking.load()) || dying;
         if (forking && !out && !host_parallel && leave_cpu && enter_cpu) {
             parked_out.fetch_add(1); // before: the holder must not go on without it
             out = leave_cpu() ? 1 : 2;
@@ -393,6 +394,8 @@ weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
 
 weft_gate_result weft_platform::policy_gate(int pe, uint64_t cycles, bool point, uint64_t *resume)
 {
+    if (dying_pe.load() == pe)
+        dying_pe.store(-1); // a handler of the guest's runs on: it survived
     {
         std::lock_guard<std::mutex> g(mu);
         slots[pe].bound.store(cycles);
@@ -427,7 +430,7 @@ weft_gate_result weft_platform::policy_gate(int pe, uint64_t cycles, bool point,
 
 uint64_t weft_platform::take_turn(int pe, uint64_t cycles)
 {
-    if (!policy || exiting.load())
+    if (!policy || (exiting.load() && !dying_other(pe)))
         return cycles;
     if (has_token(pe) && !slots[pe].granted.load())
         return cycles; // running with the token already
@@ -505,6 +508,17 @@ void weft_platform_forking(weft_platform *p, int pe, int on)
     p->release_all_waiters();
     for (unsigned i = 0; p->parked_out.load() > 0 && i < 1000000; i++)
         sched_yield();
+}
+
+void weft_platform_dying(weft_platform *p, int pe, int on)
+{
+    if (!p->policy || p->host_parallel)
+        return;
+    if (on)
+        p->dying_pe.store(pe);
+    else if (p->dying_pe.load() == pe)
+        p->dying_pe.store(-1);
+    p->progress++;
 }
 
 void weft_platform_set_cpu_hooks(weft_platform *p, int (*leave)(void), void (*enter)(void))

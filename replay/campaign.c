@@ -319,6 +319,11 @@ typedef struct campaign {
     unsigned jobs;
     replay_pool *pool;
     flight f;
+    /* Failing runs finished but not said yet: a run is said once every
+     * lower seed is done, so that the lines come in seed order whatever
+     * the jobs and the host's timing (sorted, ascending). */
+    uint64_t *unsaid;
+    size_t nunsaid, unsaid_cap;
     progress pg; /* its done and hits are the campaign's counts */
     int error, stop_hit, stop_time, forwarded;
     struct sigaction old_int, old_term, old_chld;
@@ -420,8 +425,47 @@ static void campaign_dispatch(campaign *k)
     }
 }
 
+static void unsaid_add(campaign *k, uint64_t seed)
+{
+    if (k->nunsaid == k->unsaid_cap) {
+        size_t cap = k->unsaid_cap ? 2 * k->unsaid_cap : 16;
+        uint64_t *n = realloc(k->unsaid, cap * sizeof *n);
+        if (!n) { /* said now, out of order, rather than lost */
+            progress_clear(&k->pg);
+            report_run(k->c, seed, k->tmp_dir);
+            return;
+        }
+        k->unsaid = n;
+        k->unsaid_cap = cap;
+    }
+    size_t i = k->nunsaid++;
+    for (; i > 0 && k->unsaid[i - 1] > seed; i--)
+        k->unsaid[i] = k->unsaid[i - 1];
+    k->unsaid[i] = seed;
+}
+
+/* Say the finished failing runs below every seed still running (all of
+ * them when `all`, at the end). */
+static void say_finished(campaign *k, int all)
+{
+    uint64_t below = UINT64_MAX;
+    for (unsigned w = 0; !all && w < 2 * k->f.jobs; w++)
+        if (k->f.pid[w] && k->f.seed[w] < below)
+            below = k->f.seed[w];
+    size_t n = 0;
+    while (n < k->nunsaid && k->unsaid[n] < below)
+        n++;
+    if (!n)
+        return;
+    progress_clear(&k->pg);
+    for (size_t i = 0; i < n; i++)
+        report_run(k->c, k->unsaid[i], k->tmp_dir);
+    memmove(k->unsaid, k->unsaid + n, (k->nunsaid - n) * sizeof *k->unsaid);
+    k->nunsaid -= n;
+}
+
 /* A worker's exit code: count its run, and say what a failing run (or the
- * --seed run) found as soon as it is known, not at the end. */
+ * --seed run) found as soon as every lower seed is done, not at the end. */
 static void campaign_count(campaign *k, int code, uint64_t seed)
 {
     const replay_config *c = k->c;
@@ -438,9 +482,9 @@ static void campaign_count(campaign *k, int code, uint64_t seed)
             if (c->stop_on_hit)
                 k->stop_hit = 1;
         }
-        progress_clear(&k->pg);
-        report_run(c, seed, k->tmp_dir);
+        unsaid_add(k, seed);
     }
+    say_finished(k, 0);
     if (!c->seed_given && !c->quiet && !c->inner)
         progress_show(&k->pg);
 }
@@ -506,6 +550,8 @@ static void clear_scratch(const char *dir)
 
 static double campaign_close(campaign *k)
 {
+    say_finished(k, 1); /* a lower seed interrupted or failed to start */
+    free(k->unsaid);
     if (k->pg.tty)
         fputs("\n", stderr);
     if (!k->c->pool)

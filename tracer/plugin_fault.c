@@ -138,6 +138,15 @@ static void on_host_fault(int sig, siginfo_t *info, void *uc)
     const struct sigaction *p = sig == SIGSEGV ? &prev_segv : &prev_bus;
     if (p->sa_flags & SA_SIGINFO) {
         p->sa_sigaction(sig, info, uc);
+        /* qemu's handler returns only from a fault it recovered from (a
+         * write to a page it had translated code from); a guest's fault
+         * leaves it by siglongjmp. */
+        if (info && info->si_code > 0 && !atomic_load(&g_plugin.forked_child) &&
+            getpid() == g_plugin.owner_pid) {
+            vcpu_state *v = vcpu_of_this_thread();
+            if (v)
+                plugin_record_fault_recovered((uint32_t)v->pe);
+        }
     } else if (p->sa_handler != SIG_IGN && p->sa_handler != SIG_DFL) {
         p->sa_handler(sig);
     } else {

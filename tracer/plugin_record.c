@@ -3,6 +3,7 @@
  * record, and a file a guest's death cannot lose), the policy's counts in a
  * status page as they change, and at the end the record of the policy's
  * run (steps, change points, switches). */
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -191,22 +192,75 @@ static weft_run_end *run_end(void)
     return e;
 }
 
+/* Another thread's fatal fault or signal is noted already: the process is
+ * dying of it. qemu's exit then lets the threads waiting at their gates run
+ * on (its exclusive section waits for them), and one that faults too (the
+ * same NULL it read) must not replace the fault the run dies of: which of
+ * the two was noted last depended on the host (docs/replay.md: the same
+ * seed, the same verdict). A fault qemu recovered from is forgotten
+ * (plugin_record_fault_recovered), so what is noted here is fatal. */
+static int fatal_signal(int sig)
+{
+    return sig == SIGABRT || sig == SIGSEGV || sig == SIGBUS;
+}
+
+static int other_thread_noted(const weft_run_end *e, uint32_t thread)
+{
+    if (__atomic_load_n(&e->fault_magic, __ATOMIC_ACQUIRE) == WEFT_RUN_END_MAGIC)
+        return e->fault.thread != thread;
+    /* a raise() may be handled; abort() and a fault in a library are not */
+    if (__atomic_load_n(&e->raised_magic, __ATOMIC_ACQUIRE) == WEFT_RUN_END_MAGIC &&
+        fatal_signal((int)e->raised_signal))
+        return e->raised_thread != thread;
+    return 0;
+}
+
+/* The run's counts stop where the fatal fault or abort happened: what the
+ * other threads do while qemu exits (they leave their gates for its
+ * exclusive section; main may even start another thread) is no step of
+ * the schedule, and counted it made a seed's `threads` and `steps` differ
+ * from run to run. A fault qemu recovers from resumes the counting. */
+static void freeze_counts(int freeze)
+{
+    sched_state *s = &g_plugin.sched;
+    if (s->policy && s->status)
+        pct_policy_mirror(s->policy, freeze ? NULL : (pct_status *)s->status);
+}
+
+void plugin_record_fault_recovered(uint32_t thread)
+{
+    weft_run_end *e = run_end();
+    if (e && __atomic_load_n(&e->fault_magic, __ATOMIC_ACQUIRE) == WEFT_RUN_END_MAGIC &&
+        e->fault.thread == thread) {
+        __atomic_store_n(&e->fault_magic, 0, __ATOMIC_RELEASE);
+        freeze_counts(0);
+    }
+    if (e && __atomic_load_n(&e->raised_magic, __ATOMIC_ACQUIRE) == WEFT_RUN_END_MAGIC &&
+        e->raised_thread == thread && fatal_signal((int)e->raised_signal)) {
+        __atomic_store_n(&e->raised_magic, 0, __ATOMIC_RELEASE);
+        freeze_counts(0);
+    }
+    weft_platform_dying(g_plugin.platform, (int)thread, 0);
+}
+
 void plugin_record_fault(const weft_event *ev)
 {
     weft_run_end *e = run_end();
-    if (!e)
+    if (!e || other_thread_noted(e, ev->thread))
         return;
-    /* The last one noted is the run's end: qemu recovers from some host
-     * faults by itself (a write to a page it had translated code from). */
+    /* The same thread's later fault replaces this one: the first was
+     * handled (by qemu or by the guest) if the thread ran on. */
     e->raised_magic = 0;
     e->fault = *ev;
     __atomic_store_n(&e->fault_magic, WEFT_RUN_END_MAGIC, __ATOMIC_RELEASE);
+    freeze_counts(1);
+    weft_platform_dying(g_plugin.platform, (int)ev->thread, 1);
 }
 
 void plugin_record_raised(const vcpu_state *v, int sig)
 {
     weft_run_end *e = run_end();
-    if (!e)
+    if (!e || other_thread_noted(e, (uint32_t)v->pe))
         return;
     e->fault_magic = 0;
     e->raised_thread = (uint32_t)v->pe;
@@ -214,6 +268,10 @@ void plugin_record_raised(const vcpu_state *v, int sig)
     for (uint32_t i = 0; i < WEFT_RUN_END_PCS; i++) /* newest first */
         e->raised_own_pcs[i] = v->own_pcs[(v->own_n - 1 - i) % WEFT_RUN_END_PCS];
     __atomic_store_n(&e->raised_magic, WEFT_RUN_END_MAGIC, __ATOMIC_RELEASE);
+    if (fatal_signal(sig)) {
+        freeze_counts(1);
+        weft_platform_dying(g_plugin.platform, v->pe, 1);
+    }
 }
 
 static void open_status(void)

@@ -116,6 +116,7 @@ void record_decided_at(int pe, uint64_t pc, uint64_t seq);
 void sched_write_record(void);
 /* A replay's fault, into the status file (async-signal-safe). */
 void plugin_record_fault(const weft_event *ev);
+void plugin_record_fault_recovered(uint32_t thread);
 /* ... and a signal the thread sends itself (an abort). */
 void plugin_record_raised(const vcpu_state *v, int sig);
 /* POINTS_VISIBLE: read the program's code map from its binary. */

@@ -342,8 +342,8 @@ int trc_live_salvage(const char *path, int spool_fd, trc_spool_index *ix, uint64
             rc = -1;
             goto out;
         }
-        if (faulted && b->fault_seq > fault_seq && b->fault_events == b->base + n &&
-            first + keep == n) {
+        if (faulted && b->fault_seq && (!fault_seq || b->fault_seq < fault_seq) &&
+            b->fault_events == b->base + n && first + keep == n) {
             fault = b->fault;
             fault_seq = b->fault_seq;
             fault_thread = b->thread;

@@ -229,6 +229,16 @@ void weft_platform_describe_step(weft_platform *p, int pe, uint64_t exec_obj, in
 /* The PE is in a fork (on = 1) until it returns (on = 0): asleep then, it
  * may be in qemu's exclusive section although it is in a syscall. */
 void weft_platform_forking(weft_platform *p, int pe, int on);
+/* The PE's fault or fatal signal is noted (on = 1), or it survived it (a
+ * handler of the guest's ran on: on = 0). Until then the process is taken
+ * to be dying of it: qemu's exit waits in an exclusive section for every
+ * vCPU in guest code, and a waiter let go (as for any exclusive section)
+ * ran the rest of its block, its output and even its exit racing the
+ * signal, so that a seed's verdict depended on the host. A waiter leaves
+ * qemu's running set as for a fork (weft_platform_set_cpu_hooks) and stays
+ * at its gate until the process is gone, weft's exit included.
+ * Async-signal-safe; a serial policy's run only. */
+void weft_platform_dying(weft_platform *p, int pe, int on);
 /* How a thread waiting at a gate leaves qemu's set of vCPUs running guest
  * code and comes back (qemu's cpu_exec_end and cpu_exec_start on its own
  * vCPU), so that a holder's fork, which waits for that set in an exclusive
