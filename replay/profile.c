@@ -271,7 +271,7 @@ static void take_k_n(replay_config *c, const profile_round *pr, int rounds, doub
            : pr->kmax_exact
                ? "; a run that died before the plugin wrote its record is left out of k"
                : "; counted from a trace: a run died before the plugin wrote its record",
-           pr->note[0] ? "; note: a run: " : "", pr->note);
+           pr->note[0] ? "; note: a profiling run " : "", pr->note);
     if (profile_departed)
         printf("weft: profiling: %" PRIu64 " run%s left the policy's order (a gate gave up "
                "waiting: a host stall, or a thread stuck in qemu's exclusive section): the points "
@@ -294,6 +294,20 @@ static void take_k_n(replay_config *c, const profile_round *pr, int rounds, doub
                "code has them); --points shared makes the library's atomics, system calls and "
                "shared accesses points too\n",
                c->k, c->n);
+    /* Tens of thousands of steps: a program that hands much data between
+     * its threads correctly (documents, pages, a sort's runs, heap blocks
+     * malloc moved between threads) has each such access as a point, and a
+     * change point rarely falls where a bug needs it (a helper's programs:
+     * an LRU cache's use after free, k 1.5 million, PCT 4 hits in 100; with
+     * --points races, k 9,738 and 49). */
+    enum { K_CROWDED = 10000 };
+    if (counted && c->points == POINTS_VISIBLE && !c->race_points && c->k > K_CROWDED &&
+        (c->kind == PCT_KIND_PCT || c->kind == PCT_KIND_PPCT || c->kind == PCT_KIND_RPRO))
+        printf("weft: profiling: k = %" PRIu64 ": most steps are plain accesses to data the "
+               "threads share, and a change point rarely falls where a bug needs it; "
+               "--points races keeps only the accesses weft races finds racing (docs/replay.md, "
+               "\"Schedule points\")\n",
+               c->k);
 }
 
 /* The points (--points visible without a file, shared, races) learnt in

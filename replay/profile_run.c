@@ -178,15 +178,15 @@ static int estimate_steps(const replay_config *c, const char *trace, uint64_t *s
 static const char *outcome(const guest_result *r, uint32_t flags, char *buf, size_t len)
 {
     if (r->end == GUEST_TIMED_OUT)
-        snprintf(buf, len, "it was killed at --timeout, its trace so far used");
+        snprintf(buf, len, "was killed at --timeout, its trace so far used");
     else if (flags & WEFT_TRACE_LIVELOCK)
-        snprintf(buf, len, "it livelocked");
+        snprintf(buf, len, "livelocked");
     else if (flags & WEFT_TRACE_DEADLOCK)
-        snprintf(buf, len, "it deadlocked");
+        snprintf(buf, len, "deadlocked");
     else if (r->end == GUEST_SIGNALED)
-        snprintf(buf, len, "it died of signal %d", r->status);
+        snprintf(buf, len, "died of signal %d", r->status);
     else if (r->status != 0)
-        snprintf(buf, len, "it exited with status %d", r->status);
+        snprintf(buf, len, "exited with status %d", r->status);
     else
         buf[0] = 0;
     return buf;

@@ -349,7 +349,15 @@ void replay_summary_print(const replay_summary *s, FILE *out)
                 100 * s->bound, f, s->depth,
                 !strcmp(s->policy, "rpro") && s->depth > 1 ? " within the radius" : "",
                 s->runs_without_override);
-        if (s->runs_beyond_k)
+        /* The bound is for runs the override left alone: with none, a
+         * line about the runs beyond k would name runs it does not cover. */
+        if (s->runs && !s->runs_without_override)
+            fprintf(out,
+                    "  overrides every run had a starvation override (one choice in a thousand "
+                    "by default, --starvation; up to %" PRIu64
+                    " steps a run here): the bound covers none of them\n",
+                    s->steps_max);
+        else if (s->runs_beyond_k)
             fprintf(out,
                     "  beyond k  %" PRIu64 " run%s took more than k = %" PRIu64
                     " steps (up to %" PRIu64 ", both without the steps that resumed a yielding "

@@ -149,4 +149,42 @@ printf '{"seed":11,"verdict":"pass","policy":"rpro","depth":2,"radius":3,"n":2,"
 run_status st "$WEFT" replay --summary "$work/hand.jsonl" >"$work/out" 2>"$work/err"
 check "--summary of mixed configurations: refused (status $st)" test "$st" = 1
 check "--summary of mixed configurations: one line" test "$(wc -l <"$work/err")" = 1
+# Two threads stream through one shared table: every access is a visible
+# point, k is in the tens of thousands, and every PCT run draws starvation
+# overrides. weft names --points races after profiling, and the summary
+# says the bound covers none of the runs instead of counting those beyond k.
+cat >"$work/crowded.c" <<'EOF'
+#include <pthread.h>
+#include <stdio.h>
+#define N 6000
+static int table[N];
+static void *writer(void *a)
+{
+    (void)a;
+    for (int i = 0; i < N; i++)
+        table[i] = i;
+    return NULL;
+}
+int main(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, writer, NULL);
+    long sum = 0;
+    for (int i = 0; i < N; i++)
+        sum += table[i];
+    pthread_join(t, NULL);
+    printf("%ld\n", sum >= 0);
+    return 0;
+}
+EOF
+cross_cc crowded
+run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --runs 4 --jobs 2 --timeout 60 \
+  --output "$work/crowded-camp" -- "$work/crowded" >"$work/crowded.out" 2>&1
+check "a crowded program: k above 10,000 names --points races" \
+  grep -q "^weft: profiling: k = [0-9]*: most steps are plain accesses.*--points races" "$work/crowded.out"
+check "a crowded program: every run overridden, the bound covers none" \
+  grep -q "^  overrides every run had a starvation override.*the bound covers none of them" "$work/crowded.out"
+check "a crowded program: no line about the runs beyond k" \
+  bash -c "! grep -q '^  beyond k' '$work/crowded.out'"
+
 finish

@@ -31,7 +31,7 @@ check "abort: names who raised it and where it was in the program" \
 # abort here) took k from them, not from the trace's every library event.
 check "abort: its steps are known" test "$(jq '.steps | type' "$work/abort/runs.jsonl")" = '"number"'
 check "abort: printed with its steps" grep -Eq "^  steps [0-9]+, change points \[" "$work/abort.log"
-check "abort: profiling counted its dying runs" grep -q "note: a run: it died of signal 6" "$work/abort.log"
+check "abort: profiling counted its dying runs" grep -q "note: a profiling run died of signal 6" "$work/abort.log"
 check "abort: not from a trace" test "$(grep -c 'counted from a trace' "$work/abort.log")" = 0
 check "abort: no status file left" test -z "$(find "$work/abort" -name '*.status')"
 check "segv: its steps are known" test "$(jq '.steps | type' "$work/segv/runs.jsonl")" = '"number"'
@@ -88,7 +88,7 @@ check "bug: the oracle's line is the detail" \
 # found, no normal status, so no hint.
 run_status st "$WEFT" replay --sched pct --seed 1 -o "$work/lu" -- "$WEFT_FIXTURES/lost_update" </dev/null \
   >"$work/lu.log" 2>&1
-check "lost_update: its profiling runs found the bug" grep -q "note: a run: it exited with status 3" "$work/lu.log"
+check "lost_update: its profiling runs found the bug" grep -q "note: a profiling run exited with status 3" "$work/lu.log"
 check "lost_update: a BUG line is no normal status (no --expect-exit hint)" \
   test "$(grep -c "if it is the program's normal status" "$work/lu.log")" = 0
 
