@@ -52,8 +52,8 @@ static int parse_points(const cli_command *cmd, const char *arg, void *opts)
         cli_usage_error(cmd, "--points %s: %s", arg, strerror(errno));
     else if (rc)
         cli_usage_error(cmd,
-                        "--points: expected visible, races, shared, none, all, pcs:FILE or "
-                        "visible:FILE, got '%s'",
+                        "--points: expected visible, races, shared, none, all, pcs:FILE, "
+                        "visible:FILE or races:FILE, got '%s'",
                         arg);
     return rc ? -1 : 0;
 }
@@ -132,10 +132,11 @@ static const cli_option replay_options[] = {
      "(its lock, unlock, wait, signal, create, join and exit calls, its\n"
      "atomics, its accesses to shared addresses), none of the C\n"
      "library's internals; races: the same, but of the plain accesses\n"
-     "only those at the pcs weft races reports in the profiling trace;\n"
+     "only those at the pcs weft races reports in the profiling trace,\n"
+     "the library's too (a racing memcpy of the program's data);\n"
      "shared: every syscall and atomic, library code included, and\n"
-     "accesses to shared addresses; none; all; pcs:FILE, visible:FILE\n"
-     "(the point pcs of a campaign)",
+     "accesses to shared addresses; none; all; pcs:FILE, visible:FILE,\n"
+     "races:FILE (the point pcs of a campaign)",
      CLI_CUSTOM, 0, 0, 0, parse_points, NULL},
     {"profile-runs", 0, "N",
      "runs per profiling round (random policy, seeds 0..N-1): rounds\n"

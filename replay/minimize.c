@@ -271,6 +271,7 @@ static int make_template(minimize *m, const replay_config *c, uint64_t seed, cha
     t->n = c->n;
     t->k = c->k;
     t->points = c->points == POINTS_SHARED ? POINTS_PCS : c->points;
+    t->races = c->points == POINTS_VISIBLE && c->race_points;
     t->expect_exit = c->expect_exit;
     t->timeout = c->timeout;
     snprintf(t->verdict, sizeof t->verdict, "%s", m->want_verdict);

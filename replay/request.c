@@ -42,6 +42,11 @@ int replay_points_parse(const char *arg, replay_config *c)
         c->points = POINTS_VISIBLE;
         if (!realpath(arg + 8, c->pcs_path))
             return -2;
+    } else if (!strncmp(arg, "races:", 6) && arg[6]) {
+        c->points = POINTS_VISIBLE;
+        c->race_points = 1;
+        if (!realpath(arg + 6, c->pcs_path))
+            return -2;
     } else if (!strcmp(arg, "all"))
         c->points = POINTS_ALL;
     else if (!strncmp(arg, "pcs:", 4) && arg[4]) {

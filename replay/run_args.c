@@ -74,8 +74,9 @@ int replay_plugin_args(const replay_config *c, uint64_t seed, char *buf, size_t 
     if (c->points == POINTS_NONE || c->points == POINTS_ALL)
         n += snprintf(buf + n, len - (size_t)n, ",points=%s", replay_points_name(c->points));
     else if (c->points == POINTS_VISIBLE)
-        n += snprintf(buf + n, len - (size_t)n, ",points=visible%s%s", c->pcs_path[0] ? ":" : "",
-                      c->pcs_path);
+        n += snprintf(buf + n, len - (size_t)n, ",points=%s%s%s",
+                      c->race_points && c->pcs_path[0] ? "races" : "visible",
+                      c->pcs_path[0] ? ":" : "", c->pcs_path);
     else
         n += snprintf(buf + n, len - (size_t)n, ",points=pcs:%s", c->pcs_path);
     if (c->host_parallel)
@@ -132,7 +133,10 @@ void replay_repro_command(const replay_config *c, uint64_t seed, char *buf, size
         ADD(" --points %s", replay_points_name(c->points));
     } else {
         /* The shared points of the campaign, as a file: no profiling. */
-        snprintf(tmp, sizeof tmp, "%s:%s", c->points == POINTS_VISIBLE ? "visible" : "pcs",
+        snprintf(tmp, sizeof tmp, "%s:%s",
+                 c->points != POINTS_VISIBLE ? "pcs"
+                 : c->race_points            ? "races"
+                                             : "visible",
                  c->pcs_path);
         ADD(" --points");
         if (n < len)

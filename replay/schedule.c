@@ -214,11 +214,11 @@ void replay_line_add_switches(json_t *line, json_t *record)
 
 /* ---- schedule files ---------------------------------------------------------- */
 
-static const char *points_word(replay_points p)
+static const char *points_word(replay_points p, int races)
 {
     return p == POINTS_NONE      ? "none"
            : p == POINTS_ALL     ? "all"
-           : p == POINTS_VISIBLE ? "visible"
+           : p == POINTS_VISIBLE ? (races ? "races" : "visible")
                                  : "pcs";
 }
 
@@ -247,11 +247,12 @@ int replay_schedule_write(const replay_schedule *s, const char *path, char *err,
         "s:I, s:I}, s:o}",
         "format", "weft-schedule", "version", 1, "program", s->program, "argv",
         argv ? argv : json_array(), "sysroot", s->sysroot, "n", (json_int_t)s->n, "k",
-        (json_int_t)s->k, "points", points_word(s->points), "point_pcs", pcs ? pcs : json_array(),
-        "expect_exit", s->expect_exit, "timeout", (int)s->timeout, "verdict", s->verdict, "detail",
-        s->detail, "from", "policy", s->from_policy, "seed", (json_int_t)s->from_seed, "depth",
-        (json_int_t)s->from_depth, "switches", (json_int_t)s->from_switches, "preemptions",
-        (json_int_t)s->from_preemptions, "switches", sw ? sw : json_array());
+        (json_int_t)s->k, "points", points_word(s->points, s->races), "point_pcs",
+        pcs ? pcs : json_array(), "expect_exit", s->expect_exit, "timeout", (int)s->timeout,
+        "verdict", s->verdict, "detail", s->detail, "from", "policy", s->from_policy, "seed",
+        (json_int_t)s->from_seed, "depth", (json_int_t)s->from_depth, "switches",
+        (json_int_t)s->from_switches, "preemptions", (json_int_t)s->from_preemptions, "switches",
+        sw ? sw : json_array());
     if (o)
         json_object_set_new(o, "env", env ? env : json_array());
     else
@@ -331,14 +332,15 @@ static int read_program(json_t *o, replay_schedule *s, const char *path, char *e
     for (int i = 0; s->argv && i < s->argc; i++)
         s->argv[i] = dup_or_null(json_string_value(json_array_get(argv, (size_t)i)));
     const char *pts = JS(o, "points");
-    if (!pts ||
-        (strcmp(pts, "none") && strcmp(pts, "all") && strcmp(pts, "visible") && strcmp(pts, "pcs")))
-        return fail(err, errlen, "%s: points \"%s\": expected none, all, visible or pcs", path,
-                    pts ? pts : "");
-    s->points = !strcmp(pts, "none")      ? POINTS_NONE
-                : !strcmp(pts, "all")     ? POINTS_ALL
-                : !strcmp(pts, "visible") ? POINTS_VISIBLE
-                                          : POINTS_PCS;
+    if (!pts || (strcmp(pts, "none") && strcmp(pts, "all") && strcmp(pts, "visible") &&
+                 strcmp(pts, "races") && strcmp(pts, "pcs")))
+        return fail(err, errlen, "%s: points \"%s\": expected none, all, visible, races or pcs",
+                    path, pts ? pts : "");
+    s->races = !strcmp(pts, "races");
+    s->points = !strcmp(pts, "none")                  ? POINTS_NONE
+                : !strcmp(pts, "all")                 ? POINTS_ALL
+                : !strcmp(pts, "visible") || s->races ? POINTS_VISIBLE
+                                                      : POINTS_PCS;
     json_t *env = json_object_get(o, "env"); /* absent in older files */
     s->nenv = json_array_size(env);
     s->env = env ? calloc(s->nenv + 1, sizeof *s->env) : NULL;
@@ -469,7 +471,7 @@ int replay_schedule_apply(replay_config *c, const replay_schedule *s, const char
     c->n_given = c->k_given = 1;
     c->depth = 1;
     c->points = s->points;
-    c->race_points = 0;
+    c->race_points = s->races; /* its library pcs are points too */
     if (!c->run.argc) {
         c->run.binary = s->program;
         c->run.argv = s->argv;

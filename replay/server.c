@@ -344,7 +344,8 @@ replay_server *replay_pool_server(replay_pool *p, const replay_config *c, unsign
     /* The servers' prefix depends on the points (what is gated), nothing
      * else of the policy: the portfolio's campaigns share them. */
     char key[sizeof p->key];
-    snprintf(key, sizeof key, "%s:%s", replay_points_name(c->points), c->pcs_path);
+    snprintf(key, sizeof key, "%s%s:%s", replay_points_name(c->points),
+             c->race_points ? "+races" : "", c->pcs_path);
     if (strcmp(key, p->key)) {
         for (unsigned i = 0; i < p->n; i++)
             server_stop(&p->slot[i]);

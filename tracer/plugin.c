@@ -390,8 +390,15 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         ii->flags = insn_classify(w) | (program ? INSN_PROGRAM : 0);
         *link = ii; /* the block's memory instructions in order, for a fault */
         link = &ii->next;
-        int gate = visible ? own && ((ii->flags & INSN_ATOMIC) ||
-                                     (!(ii->flags & INSN_SP_BASE) && sched_is_point_pc(pc)))
+        /* A race inside the C library on the program's data (a record it
+         * copies with memcpy after its unlock) is a point under races: no
+         * visible point falls between the unlock and the copy. A shared
+         * access there is not (malloc's, stdio's: --points shared). */
+        int lib_point = visible && g_plugin.sched.lib_points && !sched_own_pc(pc) &&
+                        !sched_in_plt(pc) && !(ii->flags & INSN_SP_BASE) && sched_is_point_pc(pc);
+        int gate = visible ? (own && ((ii->flags & INSN_ATOMIC) ||
+                                      (!(ii->flags & INSN_SP_BASE) && sched_is_point_pc(pc)))) ||
+                                 lib_point
                            : (ii->flags & INSN_ATOMIC) ||
                                  (!(ii->flags & INSN_SP_BASE) && point_at(exact, pc, near));
         if (gate) {

@@ -72,6 +72,10 @@ int sched_parse_arg(const char *key, const char *val)
         } else if (!strncmp(val, "visible:", 8) && val[8]) {
             s->points = POINTS_VISIBLE; /* and the shared-access pcs of the file */
             s->pcs_path = val + 8;
+        } else if (!strncmp(val, "races:", 6) && val[6]) {
+            s->points = POINTS_VISIBLE; /* and the racing pcs of the file, the library's too */
+            s->pcs_path = val + 6;
+            s->lib_points = 1;
         } else
             return -1;
     } else if (!strcmp(key, "hostpar") && num)

@@ -219,7 +219,8 @@ typedef struct sched_state {
     int requested;      /* a sched= argument was given */
     int points;         /* points_kind */
     const char *pcs_path;
-    uint64_t *pcs; /* sorted */
+    int lib_points; /* points=races:FILE: the library's pcs of the file are points too */
+    uint64_t *pcs;  /* sorted */
     size_t npcs;
     int ppct_host_parallel;
     int real_sleeps;         /* realsleep=1: the host sleeps as asked */

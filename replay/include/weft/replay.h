@@ -90,7 +90,9 @@ typedef struct replay_config {
     replay_points points;
     /* --points races: the visible points, with the plain accesses at the pcs
      * the race detector reports on the profiling trace instead of every
-     * shared access (race_points.c). The campaign is a visible one. */
+     * shared access (race_points.c), the C library's racing accesses
+     * included (a copy the program hands to memcpy). The campaign is a
+     * visible one, its file named races:FILE. */
     int race_points;
     char pcs_path[PATH_MAX + 32]; /* the shared-access pcs: SHARED, VISIBLE (profiled), PCS */
     char k_source[128];           /* where k came from, for campaign.json and the plan line */
@@ -453,6 +455,7 @@ typedef struct replay_schedule {
     char *sysroot; /* NULL: none */
     uint64_t n, k;
     replay_points points; /* NONE, ALL, VISIBLE or PCS (a campaign's SHARED is PCS) */
+    int races;            /* VISIBLE from --points races: library pcs of the file too */
     uint64_t *pcs;        /* the point pcs of VISIBLE and PCS */
     size_t npcs;
     int expect_exit;
