@@ -244,6 +244,28 @@ static int one_option(const cli_command *cmd, int c, char **argv, void *opts, cl
     return apply(cmd, &cmd->opts[i], c < 256, optarg, opts) ? -1 : 0;
 }
 
+/* A program's argument spelled as one of the command's own options: a
+ * reproduce line with --explain appended ran the program with --explain
+ * and said nothing (a helper's run). The program may take it: a note. */
+static void note_own_option_after(const cli_command *cmd, int argc, char **argv, int from)
+{
+    for (int j = from; j < argc; j++) {
+        if (strncmp(argv[j], "--", 2) || !argv[j][2])
+            continue;
+        size_t len = strcspn(argv[j] + 2, "=");
+        for (size_t i = 0; i < cmd->nopts; i++) {
+            const char *name = cmd->opts[i].name;
+            if (name && strlen(name) == len && !strncmp(argv[j] + 2, name, len)) {
+                fprintf(stderr,
+                        "weft: note: %s after the program is the program's argument; weft %s's "
+                        "options go before --\n",
+                        argv[j], cmd->name);
+                return;
+            }
+        }
+    }
+}
+
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *opts, int *first, cli_seen *seen)
 {
     if (cmd->nopts > CLI_MAX_OPTIONS)
@@ -274,6 +296,8 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *opts, int *fi
         int k = optind - nops; /* options and operands took at least this room */
         memcpy(argv + k, ops, (size_t)nops * sizeof *argv);
         *first = k;
+        if (cmd->stop_at_operand) /* the program, then its arguments */
+            note_own_option_after(cmd, argc, argv, k + 1);
     }
     if (rc >= 0)
         fwrite(pending, 1, npending, stderr);

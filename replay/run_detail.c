@@ -104,6 +104,7 @@ typedef struct wait_site {
     int from_call;   /* ufn:uline is the program's call of api */
     int line, uline;
     uint64_t off, pc, upc;
+    char name[160]; /* the futex word's object as the program names it, or "" */
 } wait_site;
 
 /* Back through the thread's last pcs, newest first: the wait's own place
@@ -150,6 +151,15 @@ static void locate_wait(weft_symbols *syms, json_t *rec, uint32_t i, const threa
     if (!syms)
         return;
     weft_symbols_data(syms, tt->last.addr, &ws->obj, &ws->off);
+    /* A lock inside a struct or an array: acct[3].mu, not acct+312. The
+     * word itself is the C library's (m.__data.__lock): cut there. */
+    if (ws->obj && weft_symbols_data_name(syms, tt->last.addr, ws->name, sizeof ws->name) == 0) {
+        char *lib = strstr(ws->name, ".__");
+        if (lib && lib != ws->name)
+            *lib = 0;
+    } else {
+        ws->name[0] = 0;
+    }
     walk_back(syms, tt, ws);
     if (ws->pc == tt->last.pc && ws->pc)
         weft_symbols_pc(syms, ws->pc, &ws->fn, &ws->file, &ws->line);
@@ -172,7 +182,9 @@ static void locate_wait(weft_symbols *syms, json_t *rec, uint32_t i, const threa
 static void wait_words(const wait_site *ws, const char *futex, char *what, size_t wlen, char *where,
                        size_t welen)
 {
-    if (ws->obj && ws->off)
+    if (ws->name[0])
+        snprintf(what, wlen, "%s (%s)", futex, ws->name);
+    else if (ws->obj && ws->off)
         snprintf(what, wlen, "%s (%s+%" PRIu64 ")", futex, ws->obj, ws->off);
     else if (ws->obj)
         snprintf(what, wlen, "%s (%s)", futex, ws->obj);
@@ -211,6 +223,7 @@ static json_t *wait_json(uint32_t i, const wait_site *ws, const char *futex, uin
     json_object_set_new(o, "thread", json_integer(i));
     json_object_set_new(o, "futex", json_string(futex));
     json_object_set_new(o, "object", ws->obj ? json_string(ws->obj) : json_null());
+    json_object_set_new(o, "shown", ws->name[0] ? json_string(ws->name) : json_null());
     json_object_set_new(o, "pc", json_integer((json_int_t)ws->pc));
     json_object_set_new(o, "function", ws->fn ? json_string(ws->fn) : json_null());
     json_object_set_new(o, "call", ws->api ? json_string(ws->api) : json_null());
@@ -235,7 +248,7 @@ static thread_tail *read_tails(weft_trace *t, uint32_t nt)
 
 /* The thread holding the mutex thread i waits for in pthread_mutex_lock
  * (the plugin's record read the mutex's owner), or -1. */
-static int64_t mutex_holder(json_t *rec, uint32_t i, const wait_site *ws)
+static int64_t mutex_holder(json_t *rec, uint32_t i, const wait_site *ws, int *robust)
 {
     if (!ws->api || !strstr(ws->api, "mutex_") || strstr(ws->api, "unlock"))
         return -1;
@@ -243,8 +256,25 @@ static int64_t mutex_holder(json_t *rec, uint32_t i, const wait_site *ws)
     size_t k;
     json_array_foreach(json_object_get(rec, "holders"), k, h)
     {
-        if (json_integer_value(json_object_get(h, "thread")) == (json_int_t)i)
+        if (json_integer_value(json_object_get(h, "thread")) == (json_int_t)i &&
+            json_is_integer(json_object_get(h, "owner"))) {
+            *robust = json_is_true(json_object_get(h, "robust"));
             return json_integer_value(json_object_get(h, "owner"));
+        }
+    }
+    return -1;
+}
+
+/* The thread whose end thread i's futex wait is for (a join), or -1. */
+static int64_t join_target(json_t *rec, uint32_t i)
+{
+    json_t *h;
+    size_t k;
+    json_array_foreach(json_object_get(rec, "holders"), k, h)
+    {
+        if (json_integer_value(json_object_get(h, "thread")) == (json_int_t)i &&
+            json_is_integer(json_object_get(h, "joins")))
+            return json_integer_value(json_object_get(h, "joins"));
     }
     return -1;
 }
@@ -293,15 +323,24 @@ void replay_describe_waits(const char *trace_path, const char *binary, json_t *r
         snprintf(futex, sizeof futex, "0x%" PRIx64, tt->last.addr);
         wait_words(&ws, futex, what, sizeof what, where, sizeof where);
         json_t *wj = wait_json(i, &ws, futex, tt->last.time);
-        char held[96] = "";
-        int64_t owner = mutex_holder(rec, i, &ws);
+        char held[200] = "";
+        int robust = 0;
+        int64_t owner = mutex_holder(rec, i, &ws, &robust);
         json_object_set_new(wj, "held_by", owner >= 0 ? json_integer(owner) : json_null());
         json_array_append_new(waits, wj);
+        int64_t joins = join_target(rec, i);
+        json_object_set_new(wj, "joins", joins >= 0 ? json_integer(joins) : json_null());
         if (owner >= 0 && (uint64_t)owner < nt)
-            snprintf(held, sizeof held, ", held by T%" PRId64 "%s", owner,
+            snprintf(held, sizeof held, ", held by T%" PRId64 "%s%s", owner,
                      owner == (int64_t)i        ? " itself"
                      : s->threads[owner].exited ? ", which exited without unlocking it"
-                                                : "");
+                                                : "",
+                     robust && s->threads[owner].exited
+                         ? " (a robust mutex: qemu-user keeps no robust list, so no "
+                           "EOWNERDEAD)"
+                         : "");
+        else if (joins >= 0)
+            snprintf(held, sizeof held, ", for T%" PRId64 " to exit", joins);
         if (n < len)
             n += (size_t)snprintf(detail + n, len - n, "%sT%u waits on futex %s %s%s",
                                   n ? "; " : "", i, what, where, held);

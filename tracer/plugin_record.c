@@ -398,22 +398,43 @@ static void add_switches(json_t *rec)
     }
 }
 
+/* A thread whose tid word (its CLONE_CHILD_CLEARTID, which the kernel
+ * clears at its exit and pthread_join waits on) is the futex; -1. */
+static int joined_thread(uint64_t futex, uint64_t nthreads, uint64_t waiter)
+{
+    for (uint64_t q = 0; q < nthreads && q < PLUGIN_MAX_VCPUS; q++)
+        if (q != waiter && weft_platform_thread_clear_tid(g_plugin.platform, (int)q) == futex)
+            return (int)q;
+    return -1;
+}
+
 /* Each thread asleep in a futex, and the thread whose tid the word's
  * mutex names as its owner (glibc's pthread_mutex_t keeps it 8 bytes in,
  * __owner; the reader uses it only for a wait in pthread_mutex_lock): who
- * holds the lock a deadlocked thread waits for, even one that exited. */
+ * holds the lock a deadlocked thread waits for, even one that exited; or
+ * the thread a join waits for. */
 static json_t *holders(uint64_t nthreads)
 {
     json_t *a = json_array();
     for (uint64_t pe = 0; a && pe < nthreads && pe < PLUGIN_MAX_VCPUS; pe++) {
         uint64_t futex = weft_platform_blocked_on(g_plugin.platform, (int)pe);
+        int joins = futex ? joined_thread(futex, nthreads, pe) : -1;
+        if (joins >= 0) {
+            json_array_append_new(a, json_pack("{s:I, s:I, s:i}", "thread", (json_int_t)pe, "futex",
+                                               (json_int_t)futex, "joins", joins));
+            continue;
+        }
         int32_t owner = 0;
         if (!futex || plugin_guest_read(futex + 8, &owner, sizeof owner) != 0 || owner <= 0)
             continue;
         int by = weft_platform_thread_by_tid(g_plugin.platform, (uint64_t)owner);
+        /* __kind, 16 bytes in: a robust mutex's flag (PTHREAD_MUTEX_ROBUST_NORMAL_NP) */
+        int32_t kind = 0;
+        int robust = plugin_guest_read(futex + 16, &kind, sizeof kind) == 0 && (kind & 16);
         if (by >= 0)
-            json_array_append_new(a, json_pack("{s:I, s:I, s:i}", "thread", (json_int_t)pe, "futex",
-                                               (json_int_t)futex, "owner", by));
+            json_array_append_new(a, json_pack("{s:I, s:I, s:i, s:b}", "thread", (json_int_t)pe,
+                                               "futex", (json_int_t)futex, "owner", by, "robust",
+                                               robust));
     }
     return a ? a : json_array();
 }

@@ -149,6 +149,14 @@ printf '{"seed":11,"verdict":"pass","policy":"rpro","depth":2,"radius":3,"n":2,"
 run_status st "$WEFT" replay --summary "$work/hand.jsonl" >"$work/out" 2>"$work/err"
 check "--summary of mixed configurations: refused (status $st)" test "$st" = 1
 check "--summary of mixed configurations: one line" test "$(wc -l <"$work/err")" = 1
+# An option of weft's after the program goes to the program: a note says so
+# (a helper appended --explain to a reproduce line and got no explanation).
+run_status st timeout -s KILL 120 "$WEFT" replay --sched pct --seed 1 --steps 10 --threads 2 \
+  --points none --output "$work/after" -- "$fx" --explain >"$work/after.out" 2>"$work/after.err"
+check "--explain after the program: a note names it" \
+  grep -q "^weft: note: --explain after the program is the program's argument; weft replay's options go before --" "$work/after.err"
+check "--explain after the program: no explanation" bash -c "! grep -q '^schedule:' '$work/after.out'"
+
 # Two threads stream through one shared table: every access is a visible
 # point, k is in the tens of thousands, and every PCT run draws starvation
 # overrides. weft names --points races after profiling, and the summary

@@ -170,6 +170,77 @@ check "left locked: a deadlock (status $st)" test "$(jq -r .verdict "$work/leftl
 check "left locked: held by T1, which exited without unlocking it" \
   grep -q "held by T1, which exited without unlocking it" <<<"$(jq -r .detail "$work/leftlocked-run/runs.jsonl")"
 
+# A join while holding the lock the joined thread needs: the join names the
+# thread it waits for (it said only which futex), the lock its holder, and
+# the lock by the program's name for it (acct+72 before).
+cat >"$work/joinheld.c" <<'EOF'
+#include <pthread.h>
+static struct account {
+    long balance;
+    pthread_mutex_t mu;
+} acct[2] = {{0, PTHREAD_MUTEX_INITIALIZER}, {0, PTHREAD_MUTEX_INITIALIZER}};
+static void *worker(void *a)
+{
+    pthread_mutex_lock(&acct[1].mu);
+    acct[1].balance++;
+    pthread_mutex_unlock(&acct[1].mu);
+    return a;
+}
+int main(void)
+{
+    pthread_t t;
+    pthread_mutex_lock(&acct[1].mu);
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_join(t, NULL); /* the bug: the lock is still held */
+    pthread_mutex_unlock(&acct[1].mu);
+    return acct[1].balance != 1;
+}
+EOF
+# -g: the lock's name comes from the debug info.
+aarch64-linux-gnu-gcc -static -pthread -O1 -g -o "$work/joinheld" "$work/joinheld.c"
+run_status st timeout -s KILL 120 "$WEFT" replay --sched pct --seed 1 --timeout 30 \
+  --output "$work/joinheld-run" -- "$work/joinheld" </dev/null >"$work/joinheld.log" 2>&1
+jdetail="$(jq -r .detail "$work/joinheld-run/runs.jsonl")"
+check "join while holding: a deadlock" test "$(jq -r .verdict "$work/joinheld-run/runs.jsonl")" = deadlock
+check "join while holding: T0 waits for T1 to exit" grep -q "T0 waits on futex .*, for T1 to exit" <<<"$jdetail"
+check "join while holding: T1's lock held by T0" grep -q "T1 waits on futex .*, held by T0" <<<"$jdetail"
+check "join while holding: the lock named acct[1].mu" grep -qF "(acct[1].mu) in pthread_mutex_lock" <<<"$jdetail"
+check "join while holding: joins in the waits" \
+  test "$(jq -c '[.waits[] | .joins]' "$work/joinheld-run/runs.jsonl")" = "[1,null]"
+
+# A robust mutex whose owner exited: on Linux the next lock returns
+# EOWNERDEAD; qemu-user answers set_robust_list with ENOSYS, so the lock is
+# never handed on (plain qemu hangs too). The verdict says why.
+cat >"$work/robust.c" <<'EOF'
+#include <errno.h>
+#include <pthread.h>
+static pthread_mutex_t m;
+static void *worker(void *a)
+{
+    pthread_mutex_lock(&m);
+    return a; /* dies holding it */
+}
+int main(void)
+{
+    pthread_mutexattr_t at;
+    pthread_mutexattr_init(&at);
+    pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&m, &at);
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_join(t, NULL);
+    if (pthread_mutex_lock(&m) == EOWNERDEAD)
+        pthread_mutex_consistent(&m);
+    pthread_mutex_unlock(&m);
+    return 0;
+}
+EOF
+cross_cc robust
+run_status st timeout -s KILL 120 "$WEFT" replay --sched pct --seed 1 --timeout 30 \
+  --output "$work/robust-run" -- "$work/robust" </dev/null >"$work/robust.log" 2>&1
+check "a robust mutex left by a dead owner: the deadlock says qemu-user keeps no robust list" \
+  grep -q "held by T1, which exited without unlocking it (a robust mutex: qemu-user keeps no robust list, so no EOWNERDEAD)" <<<"$(jq -r .detail "$work/robust-run/runs.jsonl")"
+
 # ---- a deadlock while a thread sleeps in a read only the program can end ----------
 # An ABBA deadlock between main and T2 while T1 reads a pipe T2 would write
 # ran to --timeout (a timeout, no hit): a thread in a read counted as one
