@@ -4,9 +4,9 @@
  * Each run is a forked worker (which has its job slot's fork server run the
  * seed, or starts a qemu of its own through guest_run_qemu, and classifies
  * the run); the parent only dispatches seeds, keeps the slots' servers
- * going, reaps workers, prints hits and progress, and turns SIGINT/SIGTERM
- * into an orderly stop: workers kill their runs and record nothing,
- * finished runs stay. */
+ * going, reaps workers, has hits and progress said (campaign_progress.c),
+ * and turns SIGINT/SIGTERM into an orderly stop: workers kill their runs
+ * and record nothing, finished runs stay. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +20,6 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <jansson.h>
 
 #include "weft/replay.h"
 
@@ -89,69 +87,6 @@ static void worker(const replay_config *c, uint64_t seed, int runs_fd, const cha
         weft_write_atomic(path, line, len, err, sizeof err);
     }
     _exit((int)v | lost);
-}
-
-/* What the parent says about a finished failing run (or the --seed run):
- * the first REPLAY_HITS_SHOWN failures of the process, each with the command
- * that reproduces it; a portfolio's default 100 runs printed 100 of them. */
-#define REPLAY_HITS_SHOWN 10
-#define MEMBER_HITS_SHOWN 2 /* each policy of a portfolio */
-static unsigned hits_shown_in(const replay_config *c)
-{
-    static char dirs[16][PATH_MAX];
-    static unsigned shown[16], ndirs;
-    unsigned i = 0;
-    while (i < ndirs && strcmp(dirs[i], c->out_dir))
-        i++;
-    if (i == ndirs && ndirs < 16)
-        snprintf(dirs[ndirs++], sizeof dirs[0], "%s", c->out_dir);
-    return i < 16 ? ++shown[i] : UINT_MAX;
-}
-
-static void report_run(const replay_config *c, uint64_t seed, const char *tmp_dir)
-{
-    char path[PATH_MAX + 64], cmd[8192];
-    snprintf(path, sizeof path, "%s/%" PRIu64 ".line", tmp_dir, seed);
-    json_t *o = json_load_file(path, 0, NULL);
-    unlink(path);
-    if (!o)
-        return;
-    const char *verdict = json_string_value(json_object_get(o, "verdict"));
-    const char *detail = json_string_value(json_object_get(o, "detail"));
-    const char *trace = json_string_value(json_object_get(o, "trace"));
-    unsigned shown, cap = c->inner ? MEMBER_HITS_SHOWN : REPLAY_HITS_SHOWN;
-    if (c->seed_given) {
-        json_t *st = json_object_get(o, "steps"), *cp = json_object_get(o, "change_points");
-        char *cps = json_is_array(cp) ? json_dumps(cp, JSON_COMPACT) : NULL;
-        char steps[32] = "unknown";
-        if (json_is_integer(st))
-            snprintf(steps, sizeof steps, "%" JSON_INTEGER_FORMAT, json_integer_value(st));
-        printf("seed %" PRIu64 ": %s%s%s\n", seed, verdict, detail && *detail ? ": " : "",
-               detail ? detail : "");
-        printf("  steps %s, change points %s, starvation overrides %" JSON_INTEGER_FORMAT
-               ", threads %" JSON_INTEGER_FORMAT ", virtual makespan %" JSON_INTEGER_FORMAT
-               " ns, wall %.3f s%s\n",
-               steps, cps ? cps : "unknown", json_integer_value(json_object_get(o, "overrides")),
-               json_integer_value(json_object_get(o, "threads")),
-               json_integer_value(json_object_get(o, "makespan_ns")),
-               json_number_value(json_object_get(o, "wall_s")),
-               json_is_integer(st) ? "" : " (the run ended before the plugin wrote its record)");
-        free(cps);
-        if (trace)
-            printf("  trace %s/%s (weft info, weft export)\n", c->out_dir, trace);
-    } else if (!c->quiet && (shown = hits_shown_in(c)) > cap) {
-        if (shown == cap + 1)
-            printf("(%s: more failing runs are not printed: its runs.jsonl lists every run)\n",
-                   c->out_dir);
-    } else if (!c->quiet) {
-        printf("seed %" PRIu64 ": %s: %s\n", seed, verdict, detail ? detail : "");
-        replay_repro_command(c, seed, cmd, sizeof cmd);
-        printf("  reproduce: %s\n", cmd);
-        if (trace)
-            printf("  trace: %s/%s\n", c->out_dir, trace);
-    }
-    fflush(stdout);
-    json_decref(o);
 }
 
 /* The next seed of the range at or after *cursor that is not done. */
@@ -319,12 +254,8 @@ typedef struct campaign {
     unsigned jobs;
     replay_pool *pool;
     flight f;
-    /* Failing runs finished but not said yet: a run is said once every
-     * lower seed is done, so that the lines come in seed order whatever
-     * the jobs and the host's timing (sorted, ascending). */
-    uint64_t *unsaid;
-    size_t nunsaid, unsaid_cap;
-    progress pg; /* its done and hits are the campaign's counts */
+    unsaid_runs unsaid; /* failing runs finished, said once every lower seed is done */
+    progress pg;        /* its done and hits are the campaign's counts */
     int error, stop_hit, stop_time, forwarded;
     struct sigaction old_int, old_term, old_chld;
 } campaign;
@@ -425,25 +356,6 @@ static void campaign_dispatch(campaign *k)
     }
 }
 
-static void unsaid_add(campaign *k, uint64_t seed)
-{
-    if (k->nunsaid == k->unsaid_cap) {
-        size_t cap = k->unsaid_cap ? 2 * k->unsaid_cap : 16;
-        uint64_t *n = realloc(k->unsaid, cap * sizeof *n);
-        if (!n) { /* said now, out of order, rather than lost */
-            progress_clear(&k->pg);
-            report_run(k->c, seed, k->tmp_dir);
-            return;
-        }
-        k->unsaid = n;
-        k->unsaid_cap = cap;
-    }
-    size_t i = k->nunsaid++;
-    for (; i > 0 && k->unsaid[i - 1] > seed; i--)
-        k->unsaid[i] = k->unsaid[i - 1];
-    k->unsaid[i] = seed;
-}
-
 /* Say the finished failing runs below every seed still running (all of
  * them when `all`, at the end). */
 static void say_finished(campaign *k, int all)
@@ -452,16 +364,7 @@ static void say_finished(campaign *k, int all)
     for (unsigned w = 0; !all && w < 2 * k->f.jobs; w++)
         if (k->f.pid[w] && k->f.seed[w] < below)
             below = k->f.seed[w];
-    size_t n = 0;
-    while (n < k->nunsaid && k->unsaid[n] < below)
-        n++;
-    if (!n)
-        return;
-    progress_clear(&k->pg);
-    for (size_t i = 0; i < n; i++)
-        report_run(k->c, k->unsaid[i], k->tmp_dir);
-    memmove(k->unsaid, k->unsaid + n, (k->nunsaid - n) * sizeof *k->unsaid);
-    k->nunsaid -= n;
+    unsaid_say(&k->unsaid, below, k->c, k->tmp_dir, &k->pg);
 }
 
 /* A worker's exit code: count its run, and say what a failing run (or the
@@ -482,7 +385,7 @@ static void campaign_count(campaign *k, int code, uint64_t seed)
             if (c->stop_on_hit)
                 k->stop_hit = 1;
         }
-        unsaid_add(k, seed);
+        unsaid_add(&k->unsaid, c, seed, k->tmp_dir, &k->pg);
     }
     say_finished(k, 0);
     if (!c->seed_given && !c->quiet && !c->inner)
@@ -551,7 +454,7 @@ static void clear_scratch(const char *dir)
 static double campaign_close(campaign *k)
 {
     say_finished(k, 1); /* a lower seed interrupted or failed to start */
-    free(k->unsaid);
+    free(k->unsaid.seeds);
     if (k->pg.tty)
         fputs("\n", stderr);
     if (!k->c->pool)
