@@ -25,11 +25,14 @@ static void print_plan(const replay_config *c, const pct_config *cfg, const repl
         printf("weft: %s, depth %" PRIu64, pct_kind_name(c->kind), c->depth);
     if (c->kind == PCT_KIND_RPRO)
         printf(", radius %" PRIu64 "%s", c->radius, c->radius_given ? "" : " (default)");
-    printf(", k = %" PRIu64 " (%s), n = %" PRIu64 ", points %s", c->k,
-           c->k_source[0] ? c->k_source
-           : c->k_given   ? "--steps"
-                          : "the resumed campaign's",
-           c->n, replay_points_name(c->points));
+    /* random and pos draw nothing from k: a k there read as if it mattered */
+    if (c->kind != PCT_KIND_RANDOM && c->kind != PCT_KIND_POS)
+        printf(", k = %" PRIu64 " (%s)", c->k,
+               c->k_source[0] ? c->k_source
+               : c->k_given   ? "--steps"
+                              : "the resumed campaign's");
+    printf(", n = %" PRIu64 ", points %s", c->n,
+           c->race_points ? "races" : replay_points_name(c->points));
     if (c->pcs_path[0])
         printf(" (%s)", c->pcs_path);
     printf(", starvation %g%s, timeout %u s", cfg->starvation,

@@ -325,8 +325,11 @@ void replay_summary_print(const replay_summary *s, FILE *out)
         fprintf(out, ", depth %" PRIu64, s->depth);
     if (!strcmp(s->policy, "rpro"))
         fprintf(out, ", radius %" PRIu64, s->radius);
-    fprintf(out, ", n = %" PRIu64 ", k = %" PRIu64 ", points %s; seeds %" PRIu64 "..%" PRIu64 "\n",
-            s->n, s->k, s->points, s->seed_min, s->seed_max);
+    fprintf(out, ", n = %" PRIu64, s->n);
+    if (strcmp(s->policy, "random") && strcmp(s->policy, "pos")) /* they use no k */
+        fprintf(out, ", k = %" PRIu64, s->k);
+    fprintf(out, ", points %s; seeds %" PRIu64 "..%" PRIu64 "\n", s->points, s->seed_min,
+            s->seed_max);
     fprintf(out, "  runs      %" PRIu64 "\n", s->runs);
     fprintf(out,
             "  hits      %" PRIu64 " = %.4g%% (95%% Clopper-Pearson interval %.4g%% .. %.4g%%)%s\n",

@@ -149,6 +149,12 @@ printf '{"seed":11,"verdict":"pass","policy":"rpro","depth":2,"radius":3,"n":2,"
 run_status st "$WEFT" replay --summary "$work/hand.jsonl" >"$work/out" 2>"$work/err"
 check "--summary of mixed configurations: refused (status $st)" test "$st" = 1
 check "--summary of mixed configurations: one line" test "$(wc -l <"$work/err")" = 1
+# random draws nothing from k: its plan line and summary leave k out.
+run_status st timeout -s KILL 120 "$WEFT" replay --sched random --runs 2 --jobs 1 \
+  --output "$work/rnd" -- "$fx" >"$work/rnd.out" 2>&1
+check "--sched random: the plan line names no k" grep -Eq "^weft: random, n = [0-9]+, points visible" "$work/rnd.out"
+check "--sched random: the summary names no k" grep -Eq "^summary: random, n = [0-9]+, points visible; seeds" "$work/rnd.out"
+
 # An option of weft's after the program goes to the program: a note says so
 # (a helper appended --explain to a reproduce line and got no explanation).
 run_status st timeout -s KILL 120 "$WEFT" replay --sched pct --seed 1 --steps 10 --threads 2 \
