@@ -140,6 +140,7 @@ static void insn_gate_bound(vcpu_state *v, const insn_info *ii)
     if (plugin_pos_bookkeeping() && g_plugin.sched.policy)
         describe_for_pos(v, ii);
     v->point_pc = ii->pc;
+    plugin_record_ran_on(v->pe);
     uint64_t resume;
     if (weft_platform_gate(g_plugin.platform, v->pe, cycles, ii->pc,
                            atomic ? WEFT_SYNC_ATOMIC : WEFT_SYNC_ACCESS, &resume) == WEFT_GATE_OK)

@@ -4,6 +4,7 @@
  * status page as they change, and at the end the record of the policy's
  * run (steps, change points, switches). */
 #include <signal.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -204,6 +205,11 @@ static int fatal_signal(int sig)
     return sig == SIGABRT || sig == SIGSEGV || sig == SIGBUS;
 }
 
+/* The thread whose fault or fatal signal is noted, -1: its next schedule
+ * point shows it survived (a handler of the guest's that siglongjmps
+ * makes no rt_sigreturn). */
+static _Atomic int noted_thread = -1;
+
 static int other_thread_noted(const weft_run_end *e, uint32_t thread)
 {
     if (__atomic_load_n(&e->fault_magic, __ATOMIC_ACQUIRE) == WEFT_RUN_END_MAGIC)
@@ -241,6 +247,14 @@ void plugin_record_fault_recovered(uint32_t thread)
         freeze_counts(0);
     }
     weft_platform_dying(g_plugin.platform, (int)thread, 0);
+    int t = (int)thread;
+    atomic_compare_exchange_strong(&noted_thread, &t, -1);
+}
+
+void plugin_record_ran_on(int pe)
+{
+    if (atomic_load_explicit(&noted_thread, memory_order_relaxed) == pe)
+        plugin_record_fault_recovered((uint32_t)pe);
 }
 
 void plugin_record_fault(const weft_event *ev)
@@ -254,6 +268,7 @@ void plugin_record_fault(const weft_event *ev)
     e->fault = *ev;
     __atomic_store_n(&e->fault_magic, WEFT_RUN_END_MAGIC, __ATOMIC_RELEASE);
     freeze_counts(1);
+    atomic_store(&noted_thread, (int)ev->thread);
     weft_platform_dying(g_plugin.platform, (int)ev->thread, 1);
 }
 
@@ -270,6 +285,7 @@ void plugin_record_raised(const vcpu_state *v, int sig)
     __atomic_store_n(&e->raised_magic, WEFT_RUN_END_MAGIC, __ATOMIC_RELEASE);
     if (fatal_signal(sig)) {
         freeze_counts(1);
+        atomic_store(&noted_thread, v->pe);
         weft_platform_dying(g_plugin.platform, v->pe, 1);
     }
 }

@@ -241,6 +241,71 @@ run_status st timeout -s KILL 120 "$WEFT" replay --sched pct --seed 1 --timeout 
 check "a robust mutex left by a dead owner: the deadlock says qemu-user keeps no robust list" \
   grep -q "held by T1, which exited without unlocking it (a robust mutex: qemu-user keeps no robust list, so no EOWNERDEAD)" <<<"$(jq -r .detail "$work/robust-run/runs.jsonl")"
 
+# ---- a fault the program survives, then a crash ---------------------------------
+# The first fault noted is the run's (a second thread crashing on the same
+# NULL while qemu exits is not), so a fault the program's own handler
+# survives must be forgotten: by its rt_sigreturn, or, when the handler
+# siglongjmps, by the thread's next schedule point. Then main's own crash
+# is the verdict, not the worker's survived probe.
+cat >"$work/survive.c" <<'EOF'
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+static sigjmp_buf back;
+static int *volatile nothing;
+static char *page;
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static int probes;
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    if (si->si_addr == (void *)0)
+        siglongjmp(back, 1); /* the NULL probe: jump back */
+    mprotect(page, 4096, PROT_READ | PROT_WRITE); /* the page: return and retry */
+}
+static void *worker(void *a)
+{
+    (void)a;
+    page[8] = 1;
+    if (!sigsetjmp(back, 1))
+        probes += *nothing;
+    pthread_mutex_lock(&m);
+    probes++;
+    pthread_mutex_unlock(&m);
+    return NULL;
+}
+int main(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, NULL);
+    page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_mutex_lock(&m);
+    probes++;
+    pthread_mutex_unlock(&m);
+    pthread_join(t, NULL);
+    signal(SIGSEGV, SIG_DFL);
+    printf("%d %d\n", probes, page[8]);
+    return *nothing; /* the run's crash */
+}
+EOF
+aarch64-linux-gnu-gcc -static -pthread -O1 -g -o "$work/survive" "$work/survive.c"
+for seed in 1 2 3; do
+  run_status st timeout -s KILL 120 "$WEFT" replay --sched pct --seed "$seed" --timeout 30 \
+    --output "$work/survive-$seed" -- "$work/survive" </dev/null >"$work/survive-$seed.log" 2>&1
+  check "survived faults, then main's crash, seed $seed: the verdict names main" \
+    grep -q "^crash: killed by signal 11 (Segmentation fault): T0 at main (survive.c:" \
+    <<<"$(jq -r '"\(.verdict): \(.detail)"' "$work/survive-$seed/runs.jsonl")"
+done
+
 # ---- a deadlock while a thread sleeps in a read only the program can end ----------
 # An ABBA deadlock between main and T2 while T1 reads a pipe T2 would write
 # ran to --timeout (a timeout, no hit): a thread in a read counted as one
