@@ -279,6 +279,61 @@ static int64_t join_target(json_t *rec, uint32_t i)
     return -1;
 }
 
+/* One waiter's words in a deadlock's detail, and the thread it waits for
+ * (-1: none known). */
+typedef struct wait_line {
+    uint32_t tid;
+    int64_t next;
+    char text[1200];
+} wait_line;
+
+/* The waiters on a wait-for cycle first, then the others, as far as len
+ * allows; what does not fit is counted ("and 31 more waiting"). */
+static void append_waits(const wait_line *l, size_t nl, uint32_t nt, char *detail, size_t len,
+                         size_t n)
+{
+    int64_t *at = malloc((nt ? nt : 1) * sizeof *at);
+    char *cyc = calloc(nl ? nl : 1, 1);
+    if (!at || !cyc) {
+        free(at);
+        free(cyc);
+        return;
+    }
+    for (uint32_t t = 0; t < nt; t++)
+        at[t] = -1;
+    for (size_t j = 0; j < nl; j++)
+        at[l[j].tid] = (int64_t)j;
+    for (size_t j = 0; j < nl; j++) {
+        int64_t t = l[j].next;
+        for (uint32_t hop = 0; hop <= nt && t >= 0 && (uint64_t)t < nt && at[t] >= 0; hop++) {
+            if ((size_t)at[t] == j) {
+                cyc[j] = 1;
+                break;
+            }
+            t = l[at[t]].next;
+        }
+    }
+    const char *more = "; and %zu more waiting (runs.jsonl's waits lists every one)";
+    size_t left = nl;
+    for (int pass = 1; pass >= 0; pass--)
+        for (size_t j = 0; j < nl; j++) {
+            if (cyc[j] != pass)
+                continue;
+            size_t need = strlen(l[j].text) + 2;
+            /* room for this one, and for the count after it unless it is the last */
+            if (n + need + (left > 1 ? 64 : 0) >= len) {
+                if (n + 64 < len)
+                    snprintf(detail + n, len - n, more, left);
+                goto done;
+            }
+            n += (size_t)snprintf(detail + n, len - n, "%s%s", n ? "; " : "", l[j].text);
+            left--;
+        }
+done:
+    free(at);
+    free(cyc);
+}
+
 /* Each live thread of a deadlocked run whose last event is a futex wait:
  * which word, which object, where; one asleep in a read, where. Appends to
  * `waits` and `detail`. */
@@ -294,9 +349,15 @@ void replay_describe_waits(const char *trace_path, const char *binary, json_t *r
     thread_tail *tails = read_tails(t, nt);
     weft_symbols *syms = weft_symbols_open_run(binary, weft_trace_get_meta(t), err, sizeof err);
     size_t n = strlen(detail);
-    for (uint32_t i = 0; tails && i < nt; i++) {
+    /* Each waiter's words, and whom it waits for (the mutex's holder or the
+     * joined thread), so that the threads of a wait-for cycle come first:
+     * with dozens of bystanders queued on the cycle's locks the detail is
+     * cut at its length, and the cycle was often past the cut. */
+    wait_line *lines = calloc(nt ? nt : 1, sizeof *lines);
+    size_t nlines = 0;
+    for (uint32_t i = 0; tails && lines && i < nt; i++) {
         const thread_tail *tt = &tails[i];
-        if (!s->threads[i].exited && tt->seen && tt->last.kind == WEFT_EV_SYSCALL && n < len) {
+        if (!s->threads[i].exited && tt->seen && tt->last.kind == WEFT_EV_SYSCALL) {
             /* Asleep in a read only the program could end (the platform
              * counted it as waiting): where, by its last own line. */
             wait_site ws;
@@ -308,11 +369,14 @@ void replay_describe_waits(const char *trace_path, const char *binary, json_t *r
                                : nr == 207 ? "recvfrom"
                                : nr == 212 ? "recvmsg"
                                            : "a system call";
-            n +=
-                (size_t)snprintf(detail + n, len - n, "%sT%u asleep in %s", n ? "; " : "", i, call);
-            if (ws.ufn && n < len)
-                n += (size_t)snprintf(detail + n, len - n, ", last in the program at %s (%s:%d)",
-                                      ws.ufn, base_name(ws.ufile), ws.uline);
+            wait_line *l = &lines[nlines++];
+            l->tid = i;
+            l->next = -1;
+            int m = snprintf(l->text, sizeof l->text, "T%u asleep in %s", i, call);
+            if (ws.ufn && m > 0 && (size_t)m < sizeof l->text)
+                snprintf(l->text + m, sizeof l->text - (size_t)m,
+                         ", last in the program at %s (%s:%d)", ws.ufn, base_name(ws.ufile),
+                         ws.uline);
             continue;
         }
         if (s->threads[i].exited || !tt->seen || tt->last.kind != WEFT_EV_FUTEX_WAIT)
@@ -341,10 +405,13 @@ void replay_describe_waits(const char *trace_path, const char *binary, json_t *r
                          : "");
         else if (joins >= 0)
             snprintf(held, sizeof held, ", for T%" PRId64 " to exit", joins);
-        if (n < len)
-            n += (size_t)snprintf(detail + n, len - n, "%sT%u waits on futex %s %s%s",
-                                  n ? "; " : "", i, what, where, held);
+        wait_line *l = &lines[nlines++];
+        l->tid = i;
+        l->next = owner >= 0 ? owner : joins;
+        snprintf(l->text, sizeof l->text, "T%u waits on futex %s %s%s", i, what, where, held);
     }
+    append_waits(lines, nlines, nt, detail, len, n);
+    free(lines);
     if (syms)
         weft_symbols_close(syms);
     free(tails);
