@@ -36,8 +36,9 @@ typedef struct profile_round {
     uint64_t yield_steps; /* left out of the runs' steps, all runs */
     char seen[256];
     int estimated, capped;
-    uint64_t died;   /* runs killed by a signal */
-    int same_status; /* the exit status every run had, or -1 */
+    uint64_t died;         /* runs killed by a signal */
+    int same_status;       /* the exit status every run had, or -1 */
+    uint64_t kmax_failing; /* a failing run's count left out of kmax, or 0 */
     char note[64];
     char **traces;      /* [runs], under the profiling folder */
     run_counts *counts; /* [runs] */
@@ -205,7 +206,7 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
         }
     }
     size_t sl = 0;
-    uint64_t kmax_estimated = 0;
+    uint64_t kmax_estimated = 0, kmax_passed = 0, failed_runs = 0;
     for (uint64_t s = 0; s < pr->runs; s++) {
         const run_counts *rc = &pr->counts[s];
         profile_departed += rc->departures > 0;
@@ -221,8 +222,13 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
          * has one. */
         if (rc->estimated || rc->capped)
             kmax_estimated = rc->steps > kmax_estimated ? rc->steps : kmax_estimated;
-        else
+        else {
             pr->kmax = rc->steps > pr->kmax ? rc->steps : pr->kmax;
+            if (!rc->died && rc->status == c->expect_exit)
+                kmax_passed = rc->steps > kmax_passed ? rc->steps : kmax_passed;
+            else
+                failed_runs++;
+        }
         pr->kmax_exact |= !rc->estimated && !rc->capped;
         pr->yield_steps += rc->yield_steps;
         pr->nmax = rc->threads > pr->nmax ? rc->threads : pr->nmax;
@@ -232,6 +238,16 @@ static int profile_round_run(const replay_config *c, const char *dir, int round,
     }
     if (!pr->kmax_exact)
         pr->kmax = kmax_estimated;
+    /* A run that found the bug may go on far longer than the program does
+     * (a lost update rewound a parallel for's work counter: the items
+     * again, 8094 steps where passing runs took 1044), and PCT's change
+     * points spread over steps that only a failed run reaches (8 hits in
+     * 100 against 48 with k from the passing runs). The bug came before
+     * those steps; the passing runs' count is k then. */
+    else if (failed_runs && kmax_passed && kmax_passed * 2 < pr->kmax) {
+        pr->kmax_failing = pr->kmax;
+        pr->kmax = kmax_passed;
+    }
     return 0;
 }
 
@@ -245,9 +261,15 @@ static void take_k_n(replay_config *c, const profile_round *pr, int rounds, doub
     int counted = !c->k;
     if (!c->k) {
         c->k = pr->kmax ? pr->kmax : 1;
-        snprintf(c->k_source, sizeof c->k_source,
-                 "the largest of %" PRIu64 " profiling runs' steps%s", pr->runs,
-                 pr->yield_steps ? ", without the steps of spinning or yielding threads" : "");
+        if (pr->kmax_failing)
+            snprintf(c->k_source, sizeof c->k_source,
+                     "the passing profiling runs' most steps (a failing one: %" PRIu64 ")%s",
+                     pr->kmax_failing,
+                     pr->yield_steps ? ", without the steps of spinning or yielding threads" : "");
+        else
+            snprintf(c->k_source, sizeof c->k_source,
+                     "the largest of %" PRIu64 " profiling runs' steps%s", pr->runs,
+                     pr->yield_steps ? ", without the steps of spinning or yielding threads" : "");
     }
     if (!c->n)
         c->n = pr->nmax ? pr->nmax : 1;

@@ -155,6 +155,54 @@ run_status st timeout -s KILL 120 "$WEFT" replay --sched random --runs 2 --jobs 
 check "--sched random: the plan line names no k" grep -Eq "^weft: random, n = [0-9]+, points visible" "$work/rnd.out"
 check "--sched random: the summary names no k" grep -Eq "^summary: random, n = [0-9]+, points visible; seeds" "$work/rnd.out"
 
+# A profiling run that hits the bug may run far longer than the program
+# does: a lost update on a parallel for's work counter rewinds it, and the
+# items run again (a helper's program: 8094 steps against 1044 and 1019).
+# k from it spread PCT's change points over steps only a failed run
+# reaches (8 hits in 100; with the passing runs' count, 48): k is then the
+# passing runs' most steps, and the plan line says so.
+cat >"$work/pfor.c" <<'EOF'
+#include <pthread.h>
+#include <stdio.h>
+#define NTHREADS 32
+#define NITEMS 256
+static int next_item, processed[NITEMS];
+static void *worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int i = *(volatile int *)&next_item; /* the bug: a claim in two steps */
+        *(volatile int *)&next_item = i + 1;
+        if (i >= NITEMS)
+            return NULL;
+        __atomic_fetch_add(&processed[i], 1, __ATOMIC_RELAXED);
+    }
+}
+int main(void)
+{
+    pthread_t t[NTHREADS];
+    for (long i = 0; i < NTHREADS; i++)
+        pthread_create(&t[i], NULL, worker, NULL);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < NITEMS; i++)
+        if (processed[i] != 1) {
+            printf("BUG: item %d processed %d times\n", i, processed[i]);
+            return 1;
+        }
+    return 0;
+}
+EOF
+aarch64-linux-gnu-gcc -static -pthread -O1 -g -o "$work/pfor" "$work/pfor.c"
+run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --runs 4 --jobs 2 --timeout 60 \
+  --output "$work/pfor-camp" -- "$work/pfor" >"$work/pfor.out" 2>&1
+pk="$(jq -r .k "$work/pfor-camp/campaign.json")"
+check "a failing profiling run far longer: k is the passing runs' most steps ($pk)" \
+  grep -q "^weft: pct, depth 3, k = $pk (the passing profiling runs' most steps (a failing one: [0-9]*))" "$work/pfor.out"
+fk="$(sed -n "s/.*(a failing one: \([0-9]*\)).*/\1/p" "$work/pfor.out" | head -1)"
+check "a failing profiling run far longer: more than twice k (${fk:-none} > 2 x $pk)" \
+  test "${fk:-0}" -gt "$((2 * pk))"
+
 # An option of weft's after the program goes to the program: a note says so
 # (a helper appended --explain to a reproduce line and got no explanation).
 run_status st timeout -s KILL 120 "$WEFT" replay --sched pct --seed 1 --steps 10 --threads 2 \
