@@ -73,12 +73,25 @@ static int cmp_query(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A thread polling the variable (a spin on a counter) repeats one access:
+ * it is folded into one line, so that the accesses before the spin, the
+ * writes that made it, stay among the last. */
 static void keep_access(replay_race_var *r, const weft_event *e)
 {
+    if (r->nlast > 0) {
+        weft_event *l = &r->last[r->nlast - 1];
+        if (l->thread == e->thread && l->pc == e->pc && l->kind == e->kind) {
+            *l = *e;
+            r->repeats[r->nlast - 1]++;
+            return;
+        }
+    }
     if (r->nlast == REPLAY_EXPLAIN_LAST) {
         memmove(r->last, r->last + 1, (REPLAY_EXPLAIN_LAST - 1) * sizeof *r->last);
+        memmove(r->repeats, r->repeats + 1, (REPLAY_EXPLAIN_LAST - 1) * sizeof *r->repeats);
         r->nlast--;
     }
+    r->repeats[r->nlast] = 0;
     r->last[r->nlast++] = *e;
 }
 
@@ -394,12 +407,15 @@ static void print_switches(const replay_explanation *x, weft_symbols *syms, FILE
     }
 }
 
-static void print_access(const weft_event *e, weft_symbols *syms, FILE *out)
+static void print_access(const weft_event *e, uint64_t repeats, weft_symbols *syms, FILE *out)
 {
     char where[256];
     place(syms, e->thread, e->pc, where, sizeof where);
-    fprintf(out, "    %-5s %s, %" PRIu64 " ns (seq %" PRIu64 ")\n", weft_event_kind_name(e->kind),
+    fprintf(out, "    %-5s %s, %" PRIu64 " ns (seq %" PRIu64 ")", weft_event_kind_name(e->kind),
             where, e->time, e->seq);
+    if (repeats)
+        fprintf(out, ", the last of %" PRIu64 " in a row", repeats + 1);
+    fputc('\n', out);
 }
 
 /* A racing access's place; in the library, where the program last was
@@ -464,7 +480,7 @@ static void print_races(const replay_explanation *x, weft_symbols *syms, FILE *o
             continue;
         fprintf(out, "  last accesses to %s:\n", r->variable);
         for (size_t j = 0; j < r->nlast; j++)
-            print_access(&r->last[j], syms, out);
+            print_access(&r->last[j], r->repeats[j], syms, out);
     }
     if (x->nraces_total > x->nraces)
         fprintf(out, "  ... %zu more (weft races %s)\n", x->nraces_total - x->nraces,

@@ -348,7 +348,7 @@ void replay_summary_print(const replay_summary *s, FILE *out)
     if (f) {
         fprintf(out,
                 "  bound     %.4g%% per run = %s for a depth-%" PRIu64 " bug%s (runs without a "
-                "starvation override: %" PRIu64 ")\n",
+                "starvation override or yield demotion: %" PRIu64 ")\n",
                 100 * s->bound, f, s->depth,
                 !strcmp(s->policy, "rpro") && s->depth > 1 ? " within the radius" : "",
                 s->runs_without_override);
@@ -358,7 +358,9 @@ void replay_summary_print(const replay_summary *s, FILE *out)
             fprintf(out,
                     "  overrides every run had a starvation override (one choice in a thousand "
                     "by default, --starvation; up to %" PRIu64
-                    " steps a run here): the bound covers none of them\n",
+                    " steps a run here) or a thread moved down for yielding, sleeping or "
+                    "waiting with a timeout (runs.jsonl's overrides counts both): the bound "
+                    "covers none of them\n",
                     s->steps_max);
         else if (s->runs_beyond_k)
             fprintf(out,

@@ -279,4 +279,34 @@ check "fail_abort --explain: the thread that raised the signal (status $st)" \
 check "fail_abort --explain: its last code in the program" \
   grep -q '^  its last code in the program: at worker (fail_abort.c:14)$' "$work/abort-x.log"
 
+# A thread polling a variable repeats one access: its reads fold into one
+# line, so that the accesses before the spin (the write it waits for) stay
+# among the last shown (a helper's livelock showed eight identical reads).
+cat >"$work/fold.c" <<'EOF'
+#include <pthread.h>
+static volatile int x;
+static void *writer(void *a)
+{
+    x = 1; /* racy: main polls it without synchronization */
+    return a;
+}
+int main(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, writer, NULL);
+    int seen = 0;
+    for (int i = 0; i < 1000; i++)
+        seen += x;
+    pthread_join(t, NULL);
+    return seen < 0;
+}
+EOF
+aarch64-linux-gnu-gcc -static -pthread -O1 -g -o "$work/fold" "$work/fold.c"
+run_status st timeout -s KILL 120 "$WEFT" replay --sched pct --seed 1 --timeout 30 --explain \
+  --output "$work/fold-run" -- "$work/fold" >"$work/fold.out" 2>&1
+check "a polled variable: its reads folded into one line" \
+  grep -q "^    read  T0 at main (fold.c:14), [0-9]* ns (seq [0-9]*), the last of 1000 in a row$" "$work/fold.out"
+check "a polled variable: the write before them still shown" \
+  grep -q "^    write T1 at writer (fold.c:5), " "$work/fold.out"
+
 finish

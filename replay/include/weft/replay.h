@@ -493,8 +493,9 @@ int replay_seed_outcome(const char *dir, uint64_t seed, char *verdict, size_t vl
 
 typedef struct replay_race_var {
     weft_race race;
-    char variable[160];                   /* symbol+offset, or hex */
-    weft_event last[REPLAY_EXPLAIN_LAST]; /* the last accesses to race.addr, oldest first */
+    char variable[160];                    /* symbol+offset, or hex */
+    weft_event last[REPLAY_EXPLAIN_LAST];  /* the last accesses to race.addr, oldest first */
+    uint64_t repeats[REPLAY_EXPLAIN_LAST]; /* the same thread's same access just before, folded */
     size_t nlast;
 } replay_race_var;
 
