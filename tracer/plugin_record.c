@@ -3,11 +3,11 @@
  * record, and a file a guest's death cannot lose), the policy's counts in a
  * status page as they change, and at the end the record of the policy's
  * run (steps, change points, switches). */
-#include <signal.h>
-#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
