@@ -394,8 +394,6 @@ weft_gate_result weft_platform::wait_for_grant(int pe, uint64_t *resume)
 
 weft_gate_result weft_platform::policy_gate(int pe, uint64_t cycles, bool point, uint64_t *resume)
 {
-    if (dying_pe.load() == pe)
-        dying_pe.store(-1); // a handler of the guest's runs on: it survived
     {
         std::lock_guard<std::mutex> g(mu);
         slots[pe].bound.store(cycles);

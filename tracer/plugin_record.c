@@ -206,8 +206,8 @@ static int fatal_signal(int sig)
 }
 
 /* The thread whose fault or fatal signal is noted, -1: its next schedule
- * point shows it survived (a handler of the guest's that siglongjmps
- * makes no rt_sigreturn). */
+ * point or system call shows it survived (plugin_record_ran_on); the
+ * platform's dying flag follows this one (weft_platform_dying). */
 static _Atomic int noted_thread = -1;
 
 static int other_thread_noted(const weft_run_end *e, uint32_t thread)

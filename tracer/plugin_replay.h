@@ -117,7 +117,7 @@ void sched_write_record(void);
 /* A replay's fault, into the status file (async-signal-safe). */
 void plugin_record_fault(const weft_event *ev);
 void plugin_record_fault_recovered(uint32_t thread);
-/* At a schedule point of pe's: if its fault is the one noted, it survived. */
+/* At a schedule point or system call of pe's: if its fault is the one noted, it survived. */
 void plugin_record_ran_on(int pe);
 /* ... and a signal the thread sends itself (an abort). */
 void plugin_record_raised(const vcpu_state *v, int sig);

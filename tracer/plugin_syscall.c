@@ -574,8 +574,10 @@ void plugin_syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t 
         server_at_syscall(v, num, a1); /* a fork server serves from its first clone */
     const uint64_t args[6] = {a1, a2, a3, a4, a5, a6};
     int pe = v->pe;
-    if (num == 139) /* rt_sigreturn: a handler of the guest's own survived its fault */
-        plugin_record_fault_recovered((uint32_t)pe);
+    /* A system call of a thread whose fault is noted (its handler's
+     * rt_sigreturn, or any after a siglongjmp): it survived. Before the
+     * call's own bookkeeping, which notes an abort's tgkill. */
+    plugin_record_ran_on(pe);
     plugin_inline_enter(v); /* the SVC's block may have been counted inline */
     weft_platform_busy(g_plugin.platform, pe, 1);
     in_syscall_cb = 1;

@@ -11,6 +11,23 @@ cases=(
   "wsq pct 2 11" "deadlock_lock_order ppct 2 3" "atomicity_violation random 1 9"
   "pipe_ok random 1 5" "pipe_ok pct 2 3"
 )
+# three_campaigns NAME SCHED RUNS: the same campaign of $work/NAME three
+# times, $work/NAME-REP.lines its runs.jsonl without wall times and
+# NAME-REP.said its failing runs' lines (the folder's name made the same).
+three_campaigns() {
+  local rep
+  for rep in 1 2 3; do
+    run_status st timeout -s KILL 300 "$WEFT" replay --sched "$2" --runs "$3" --jobs 2 --timeout 20 \
+      --output "$work/$1-$rep" -- "$work/$1" </dev/null >"$work/$1-$rep.log" 2>&1
+    jq -c 'del(.wall_s)' "$work/$1-$rep/runs.jsonl" >"$work/$1-$rep.lines"
+    sed -n "s/$1-$rep/$1-N/g; /^seed \|^  reproduce: /p" "$work/$1-$rep.log" >"$work/$1-$rep.said"
+  done
+}
+# same_three NAME EXT: the three campaigns' NAME-REP.EXT are the same, and not empty.
+same_three() {
+  test -s "$work/$1-1.$2" && cmp -s "$work/$1-1.$2" "$work/$1-2.$2" && cmp -s "$work/$1-1.$2" "$work/$1-3.$2"
+}
+
 # On a difference: what differed, each run's gate statistics (escapes and
 # exclusive yields are where host timing can enter) and profiling lines (the
 # points learnt, and whether a profiling run departed), and the three runs kept
@@ -121,13 +138,8 @@ int main(void)
 }
 EOF
 cross_cc pollpipe
-for rep in 1 2 3; do
-  run_status st timeout -s KILL 300 "$WEFT" replay --sched pct --runs 30 --jobs 2 --timeout 20 \
-    --output "$work/pollpipe-$rep" -- "$work/pollpipe" </dev/null >"$work/pollpipe-$rep.log" 2>&1
-  jq -c 'del(.wall_s)' "$work/pollpipe-$rep/runs.jsonl" >"$work/pollpipe-$rep.lines"
-done
-check "a poll with a timeout: three campaigns, the same runs" \
-  bash -c "cmp -s '$work/pollpipe-1.lines' '$work/pollpipe-2.lines' && cmp -s '$work/pollpipe-1.lines' '$work/pollpipe-3.lines'"
+three_campaigns pollpipe pct 30
+check "a poll with a timeout: three campaigns, the same runs" same_three pollpipe lines
 
 # Every worker dereferences the same NULL: the token holder crashes first,
 # and the others wait at their gates while qemu exits. Let go then (for the
@@ -161,16 +173,10 @@ int main(void)
 }
 EOF
 cross_cc crashpair
-for rep in 1 2 3; do
-  run_status st timeout -s KILL 300 "$WEFT" replay --sched random --runs 40 --jobs 2 --timeout 20 \
-    --output "$work/crashpair-$rep" -- "$work/crashpair" </dev/null >"$work/crashpair-$rep.log" 2>&1
-  jq -c 'del(.wall_s)' "$work/crashpair-$rep/runs.jsonl" >"$work/crashpair-$rep.lines"
-  sed -n "s/crashpair-$rep/crashpair-N/g; /^seed \|^  reproduce: /p" "$work/crashpair-$rep.log" \
-    >"$work/crashpair-$rep.said"
-done
-check "crashes of every thread: three campaigns, the same runs" \
-  bash -c "test -s '$work/crashpair-1.lines' && cmp -s '$work/crashpair-1.lines' '$work/crashpair-2.lines' && cmp -s '$work/crashpair-1.lines' '$work/crashpair-3.lines'"
+three_campaigns crashpair random 40
+check "crashes of every thread: three campaigns, the same runs" same_three crashpair lines
+said_in_order() { grep '^seed' "$work/$1-1.said" | sort -n -k2 -c && same_three "$1" said; }
 check "crashes of every thread: the failing runs said in seed order, the same each time" \
-  bash -c "test -s '$work/crashpair-1.said' && grep '^seed' '$work/crashpair-1.said' | sort -n -k2 -c && cmp -s '$work/crashpair-1.said' '$work/crashpair-2.said' && cmp -s '$work/crashpair-1.said' '$work/crashpair-3.said'"
+  said_in_order crashpair
 
 finish
